@@ -1,0 +1,30 @@
+"""Where the shipped config files are: ``config/`` beside the package in a source checkout,
+``share/edge_roofline/config`` when installed (pip venv or colcon install space)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+SOURCE_CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+
+
+def config_dirs() -> list[Path]:
+    dirs = [SOURCE_CONFIG_DIR, Path(sys.prefix) / "share" / "edge_roofline" / "config"]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        dirs.append(Path(get_package_share_directory("edge_roofline")) / "config")
+    except Exception:  # no ament index (plain pip) or package not in it: the other dirs remain
+        pass
+    return [d for d in dirs if d.is_dir()]
+
+
+def config_file(name: str) -> Path:
+    """A shipped config file by name (e.g. ``virtual_agx_orin.yaml``), or FileNotFoundError
+    listing where it was looked for."""
+    if Path(name).is_file():
+        return Path(name)
+    for d in config_dirs():
+        if (d / name).is_file():
+            return d / name
+    raise FileNotFoundError(f"config file {name!r} not found in {[str(d) for d in config_dirs()]}")
