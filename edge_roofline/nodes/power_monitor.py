@@ -1,0 +1,120 @@
+"""power_monitor: samples rail power, clocks and temperatures at >= 200 Hz, publishes
+PowerTelemetry (20 Hz) and /diagnostics (1 Hz), and serves nvpmodel preset get/set."""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from edge_roofline.msg import PowerTelemetry
+from edge_roofline.nodes import convert
+from edge_roofline.runtime import create_platform_or_degraded
+from edge_roofline.srv import GetPowerMode, SetPowerMode
+from edge_roofline.telemetry import diagnostics, modes
+from edge_roofline.telemetry.sampler import PowerSampler
+
+PARAMETERS = {
+    "platform": ("auto", "auto | jetson | nvml | cpu | virtual:DEVICE (e.g. virtual:agx_orin_64gb)"),
+    "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's --root for tests)"),
+    "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable"),
+    "sample_rate_hz": (200.0, "internal sampling rate"),
+    "publish_rate_hz": (20.0, "PowerTelemetry publish rate"),
+    "diagnostics_rate_hz": (1.0, "/diagnostics publish rate"),
+    "temperature_warn_c": (85.0, "WARN at or above this temperature"),
+    "temperature_error_c": (95.0, "ERROR at or above this temperature"),
+    "power_warn_w": (0.0, "WARN at or above this module power (0: off)"),
+    "power_error_w": (0.0, "ERROR at or above this module power (0: off)"),
+}
+
+
+class PowerMonitor(Node):
+    def __init__(self) -> None:
+        super().__init__("power_monitor")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.platform, problem = create_platform_or_degraded(
+            p["platform"], sysfs_root=p["sysfs_root"], nvpmodel_cmd=p["nvpmodel_cmd"])
+        if problem:
+            self.get_logger().error(problem)
+        self.identity = self.platform.identity()
+        self.thresholds = diagnostics.Thresholds(
+            temperature_warn_c=p["temperature_warn_c"], temperature_error_c=p["temperature_error_c"],
+            power_warn_w=p["power_warn_w"], power_error_w=p["power_error_w"],
+            min_sample_rate_hz=0.75 * p["sample_rate_hz"])
+        self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
+        self.telemetry_pub = self.create_publisher(PowerTelemetry, "power/telemetry", 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_timer(1.0 / p["publish_rate_hz"], self.publish_telemetry)
+        self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
+        self.create_service(GetPowerMode, "power/get_mode", self.on_get_mode)
+        self.create_service(SetPowerMode, "power/set_mode", self.on_set_mode)
+        self._diag_window = None
+        self.sampler.start()
+        self.get_logger().info(f"monitoring {self.identity.model} ({self.identity.kind}) "
+                               f"at {p['sample_rate_hz']:.0f} Hz")
+
+    def publish_telemetry(self) -> None:
+        window = self.sampler.take_window()
+        self._diag_window = window
+        msg = convert.power_telemetry_msg(window, self.get_clock().now().to_msg(), self.identity.model,
+                                          self._current_point())
+        self.telemetry_pub.publish(msg)
+
+    def publish_diagnostics(self) -> None:
+        window = self._diag_window or self.sampler.take_window()
+        statuses = diagnostics.evaluate(window, self.thresholds, self.identity.model)
+        self.diagnostics_pub.publish(
+            convert.diagnostic_array_msg(statuses, self.get_clock().now().to_msg(), self.identity.model))
+
+    def _current_point(self):
+        try:
+            return self.platform.current_operating_point()
+        except Exception as exc:  # a platform read failing must not stop telemetry
+            self.get_logger().warning(f"cannot read the operating point: {exc}", throttle_duration_sec=10.0)
+            return None
+
+    def on_get_mode(self, request, response):
+        point = self._current_point()
+        infos = modes.list_modes(self.platform)
+        response.active_mode = point.name if point else ""
+        response.active_mode_id = point.nvpmodel_id if point and point.nvpmodel_id is not None else -1
+        response.available_modes = [m.name for m in infos]
+        response.reachable_without_reboot = [m.reachable_without_reboot for m in infos]
+        response.operating_point = convert.operating_point_msg(point)
+        return response
+
+    def on_set_mode(self, request, response):
+        response.success, response.message = modes.set_mode(self.platform, request.mode)
+        (self.get_logger().info if response.success else self.get_logger().warning)(response.message)
+        point = self._current_point()
+        response.active_mode = point.name if point else ""
+        return response
+
+    def destroy_node(self) -> None:
+        # Modes set through the service persist, as with nvpmodel itself; only the governor
+        # restores what it found.
+        self.sampler.stop()
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    node = PowerMonitor()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

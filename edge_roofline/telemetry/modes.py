@@ -1,0 +1,53 @@
+"""nvpmodel preset queries and switches for the power monitor's services: which presets exist,
+which are reachable without a reboot, and a switch that refuses reboot-requiring changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
+                                          RebootRequiredError)
+from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    mode_id: int
+    name: str
+    reachable_without_reboot: bool
+
+
+def list_modes(platform: Platform) -> list[ModeInfo]:
+    key = platform.identity().catalogue_key
+    try:
+        presets = get_device(key).presets if key else ()
+    except UnknownDeviceError:
+        presets = ()
+    reachable = {p.nvpmodel_id for p in platform.operating_points() if _is_preset(p)}
+    return [ModeInfo(p.mode_id, p.name, p.mode_id in reachable) for p in presets]
+
+
+def _is_preset(point: OperatingPoint) -> bool:
+    return point.nvpmodel_id is not None and not any(
+        (point.cpu_online_cores, point.cpu_max_freq_hz, point.gpu_max_freq_hz, point.emc_max_freq_hz))
+
+
+def set_mode(platform: Platform, mode: str) -> tuple[bool, str]:
+    """Switch to a preset given by name or id. Returns (success, message)."""
+    modes = list_modes(platform)
+    wanted = mode.strip()
+    match = next((m for m in modes if m.name == wanted or str(m.mode_id) == wanted), None)
+    if match is None:
+        known = ", ".join(f"{m.mode_id} {m.name}" for m in modes) or "none (not an nvpmodel device)"
+        return False, f"unknown power mode {mode!r}; available: {known}"
+    if not match.reachable_without_reboot:
+        return False, (f"power mode {match.name} ({match.mode_id}) needs a reboot from the current mode "
+                       f"(TPC power gating changes); refused. Switch it yourself with "
+                       f"'sudo nvpmodel -m {match.mode_id}' and reboot if you really want it.")
+    try:
+        platform.apply(OperatingPoint(name=match.name, nvpmodel_id=match.mode_id))
+    except RebootRequiredError as exc:
+        return False, f"refused, a reboot would be needed: {exc}"
+    except (OperatingPointError, ApplyError) as exc:
+        return False, f"switching to {match.name} failed: {exc}"
+    return True, f"power mode now {match.name} ({match.mode_id})"

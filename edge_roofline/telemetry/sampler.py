@@ -1,0 +1,139 @@
+"""Power sampling and energy integration over any platform.
+
+A background thread samples the platform at a fixed rate (>= 200 Hz by default: the INA3221
+updates every few ms, and jtop's 0.5 s exponential average is not an energy integral) and
+integrates total power with the trapezoidal rule. Consumers take *windows*: everything
+measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+
+from edge_roofline.clock import Clock
+from edge_roofline.platforms.base import Platform, PlatformError, TelemetrySample
+
+
+@dataclass(frozen=True)
+class TelemetryWindow:
+    latest: TelemetrySample | None
+    start_s: float
+    end_s: float
+    samples: int
+    window_energy_j: float  # NaN when the platform measures no power
+    total_energy_j: float
+    sample_rate_hz: float
+    errors: int
+    last_error: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def average_power_w(self) -> float:
+        return self.window_energy_j / self.duration_s if self.duration_s > 0 else math.nan
+
+
+class EnergyIntegrator:
+    """Trapezoidal integral of power over time; a gap in power readings (None or NaN)
+    breaks the trapezoid instead of bridging it with a guess."""
+
+    def __init__(self) -> None:
+        self.total_energy_j = 0.0
+        self._last: tuple[float, float] | None = None
+
+    def add(self, timestamp_s: float, power_w: float | None) -> float:
+        """Add a reading; returns the energy added (J)."""
+        if power_w is None or not math.isfinite(power_w):
+            self._last = None
+            return 0.0
+        added = 0.0
+        if self._last is not None and timestamp_s > self._last[0]:
+            added = 0.5 * (power_w + self._last[1]) * (timestamp_s - self._last[0])
+            self.total_energy_j += added
+        self._last = (timestamp_s, power_w)
+        return added
+
+
+class PowerSampler:
+    def __init__(self, platform: Platform, rate_hz: float = 200.0, clock: Clock | None = None) -> None:
+        if not rate_hz > 0:
+            raise ValueError(f"sampling rate must be > 0 Hz, got {rate_hz}")
+        self.platform = platform
+        self.period_s = 1.0 / rate_hz
+        self.clock = clock or Clock()
+        self._integrator = EnergyIntegrator()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reset_window(self.clock.now_s())
+        self._latest: TelemetrySample | None = None
+        self._has_power = False
+
+    def _reset_window(self, now_s: float) -> None:
+        self._window_start_s = now_s
+        self._window_samples = 0
+        self._window_energy_j = 0.0
+        self._window_errors = 0
+        self._window_last_error = ""
+
+    def sample_once(self) -> TelemetrySample | None:
+        """Take one reading and integrate it; errors are counted, never raised (a missing
+        sysfs file must not kill the monitor)."""
+        try:
+            sample = self.platform.sample()
+        except (PlatformError, OSError, ValueError) as exc:
+            with self._lock:
+                self._window_errors += 1
+                self._window_last_error = f"{type(exc).__name__}: {exc}"
+            return None
+        with self._lock:
+            added = self._integrator.add(sample.timestamp_s, sample.total_power_w)
+            self._has_power = self._has_power or sample.total_power_w is not None
+            self._window_energy_j += added
+            self._window_samples += 1
+            self._latest = sample
+        return sample
+
+    def take_window(self) -> TelemetryWindow:
+        now_s = self.clock.now_s()
+        with self._lock:
+            duration_s = now_s - self._window_start_s
+            window = TelemetryWindow(
+                latest=self._latest, start_s=self._window_start_s, end_s=now_s,
+                samples=self._window_samples,
+                window_energy_j=self._window_energy_j if self._has_power else math.nan,
+                total_energy_j=self._integrator.total_energy_j if self._has_power else math.nan,
+                sample_rate_hz=self._window_samples / duration_s if duration_s > 0 else 0.0,
+                errors=self._window_errors, last_error=self._window_last_error)
+            self._reset_window(now_s)
+        return window
+
+    # ---- background thread ----------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._reset_window(self.clock.now_s())
+        self._thread = threading.Thread(target=self._run, name="power-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        next_s = self.clock.now_s()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_s += self.period_s
+            delay_s = next_s - self.clock.now_s()
+            if delay_s < -self.period_s:  # fell behind (loaded machine): skip, don't burst
+                next_s = self.clock.now_s()
+            elif delay_s > 0:
+                self._stop.wait(delay_s)
