@@ -1,0 +1,66 @@
+"""synthetic_camera: publishes a moving test pattern as sensor_msgs/Image, for the demo and
+for trying the inference node without a camera."""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+
+from edge_roofline.synthetic import frame
+
+PARAMETERS = {
+    "rate_hz": (30.0, "frames per second"),
+    "width": (640, "image width in pixels"),
+    "height": (480, "image height in pixels"),
+    "encoding": ("rgb8", "rgb8 | bgr8 | mono8 | rgba8 | bgra8 | mono16 | rgb16 ..."),
+    "frame_id": ("camera", "frame_id of the published images"),
+    "topic": ("image", "output topic"),
+    "distinct_frames": (30, "frames rendered once and cycled (keeps the camera's own cost low)"),
+}
+
+
+class SyntheticCamera(Node):
+    def __init__(self) -> None:
+        super().__init__("synthetic_camera")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        if p["rate_hz"] <= 0 or p["width"] <= 0 or p["height"] <= 0 or p["distinct_frames"] <= 0:
+            raise ValueError("synthetic_camera: rate_hz, width, height and distinct_frames must be > 0")
+        self.encoding, self.frame_id = p["encoding"], p["frame_id"]
+        self.frames = [frame(i, p["width"], p["height"], self.encoding) for i in range(p["distinct_frames"])]
+        self.count = 0
+        self.pub = self.create_publisher(Image, p["topic"], 5)
+        self.create_timer(1.0 / p["rate_hz"], self.publish)
+
+    def publish(self) -> None:
+        pixels = self.frames[self.count % len(self.frames)]
+        msg = Image(height=pixels.shape[0], width=pixels.shape[1], encoding=self.encoding,
+                    is_bigendian=0, step=pixels.shape[1] * pixels.shape[2] * pixels.itemsize)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.frame_id
+        msg.data = pixels.tobytes()
+        self.pub.publish(msg)
+        self.count += 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    node = SyntheticCamera()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
