@@ -72,3 +72,13 @@ def type_name_of(msg_class) -> str:
     """``edge_roofline/msg/PowerTelemetry`` for a generated message class."""
     module = msg_class.__module__.split(".")
     return f"{module[0]}/msg/{msg_class.__name__}"
+
+
+def message_class(type_name: str):
+    """The generated Python class for ``pkg/msg/Type`` (or ``pkg/Type``)."""
+    import importlib
+    pkg, _, name = type_name.replace("/msg/", "/").partition("/")
+    try:
+        return getattr(importlib.import_module(f"{pkg}.msg"), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"message type {type_name} is not importable ({exc}); is {pkg} installed?") from exc

@@ -11,6 +11,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
+from edge_roofline import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.runtime import create_platform_or_degraded
@@ -48,12 +49,12 @@ class PowerMonitor(Node):
             power_warn_w=p["power_warn_w"], power_error_w=p["power_error_w"],
             min_sample_rate_hz=0.75 * p["sample_rate_hz"])
         self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
-        self.telemetry_pub = self.create_publisher(PowerTelemetry, "power/telemetry", 10)
-        self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.telemetry_pub = self.create_publisher(PowerTelemetry, topics.POWER_TELEMETRY, 10)
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.create_timer(1.0 / p["publish_rate_hz"], self.publish_telemetry)
         self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
-        self.create_service(GetPowerMode, "power/get_mode", self.on_get_mode)
-        self.create_service(SetPowerMode, "power/set_mode", self.on_set_mode)
+        self.create_service(GetPowerMode, topics.POWER_GET_MODE, self.on_get_mode)
+        self.create_service(SetPowerMode, topics.POWER_SET_MODE, self.on_set_mode)
         self._diag_window = None
         self.sampler.start()
         self.get_logger().info(f"monitoring {self.identity.model} ({self.identity.kind}) "

@@ -15,6 +15,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 import edge_roofline.msg as er_msg
+from edge_roofline.ros_schema import message_class
 
 QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                  reliability=ReliabilityPolicy.RELIABLE)
@@ -38,24 +39,18 @@ def _value(ros_type: str, path: str):
     raise TypeError(f"no filler for {ros_type} at {path}")
 
 
-def _message_class(ros_type: str):
-    pkg, name = ros_type.split("/")
-    module = __import__(f"{pkg}.msg", fromlist=[name])
-    return getattr(module, name)
-
-
 def fill(msg, path=""):
     for field, ros_type in msg.get_fields_and_field_types().items():
         fpath = f"{path}.{field}"
         if ros_type.startswith("sequence<"):
             inner = ros_type[len("sequence<"):-1].split(",")[0]
             if "/" in inner:
-                items = [fill(_message_class(inner)(), f"{fpath}[{i}]") for i in range(ARRAY_LEN)]
+                items = [fill(message_class(inner)(), f"{fpath}[{i}]") for i in range(ARRAY_LEN)]
             else:
                 items = [_value(inner, f"{fpath}[{i}]") for i in range(ARRAY_LEN)]
             setattr(msg, field, items)
         elif "/" in ros_type:
-            setattr(msg, field, fill(_message_class(ros_type)(), fpath))
+            setattr(msg, field, fill(message_class(ros_type)(), fpath))
         else:
             setattr(msg, field, _value(ros_type, fpath))
     return msg

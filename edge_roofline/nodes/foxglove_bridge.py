@@ -1,0 +1,69 @@
+"""foxglove_bridge: serves the suite's topics to Foxglove over WebSocket (127.0.0.1 by default)
+and/or records them to MCAP, for pip-only machines where the ROS foxglove_bridge and rosbag2
+are not installable. Messages are forwarded as CDR with their ros2msg schemas, so Foxglove
+decodes them exactly as it would from the standard bridge."""
+
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from edge_roofline import topics
+from edge_roofline.ros_schema import message_class
+from edge_roofline.viz.foxglove_sink import FoxgloveSink
+
+PARAMETERS = {
+    "serve": (True, "run the Foxglove WebSocket server"),
+    "host": ("127.0.0.1", "address the server binds (loopback by default)"),
+    "port": (8765, "WebSocket port (0: any free port)"),
+    "mcap_path": ("", "record to this MCAP file (empty: no recording)"),
+    "topics": (list(topics.TYPES), "topics to forward (types from edge_roofline.topics)"),
+}
+
+
+class FoxgloveBridge(Node):
+    def __init__(self) -> None:
+        super().__init__("foxglove_bridge")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        unknown = [t for t in p["topics"] if t not in topics.TYPES]
+        if unknown:
+            raise ValueError(f"foxglove_bridge: no known type for topics {unknown}; known: {list(topics.TYPES)}")
+        self.sink = FoxgloveSink(serve=p["serve"], host=p["host"], port=p["port"], mcap_path=p["mcap_path"] or None)
+        for topic in p["topics"]:
+            type_name = topics.TYPES[topic]
+            resolved = self.resolve_topic_name(topic)
+            self.create_subscription(message_class(type_name), topic, self._forwarder(resolved, type_name), 10, raw=True)
+        where = f"ws://{p['host']}:{self.sink.port}" if p["serve"] else "no server"
+        self.get_logger().info(f"Foxglove: {where}; recording: {p['mcap_path'] or 'off'}")
+
+    def _forwarder(self, topic: str, type_name: str):
+        def forward(cdr: bytes) -> None:
+            self.sink.log(topic, type_name, cdr, self.get_clock().now().nanoseconds)
+        return forward
+
+    def destroy_node(self) -> None:
+        self.sink.close()  # finalises the MCAP file
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    node = FoxgloveBridge()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
