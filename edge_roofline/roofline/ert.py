@@ -1,0 +1,387 @@
+"""Empirical ceilings, ERT-style: sweep the working-set size (which memory level serves the
+data) and the FLOPs per element (how compute-heavy the kernel is), time each point, and fit
+the ceilings from the points.
+
+The kernel is ERT's: every element of a buffer is read, updated ``k / 2`` times with a
+multiply-add and written back, ``trials`` times. Bytes = 2 x working set x trials (one read,
+one write); FLOPs = k x elements x trials.
+
+- CPU (numpy + threads): the buffer is split among threads (numpy ufuncs release the GIL);
+  each thread updates its slice in cache-sized blocks so that for large ``k`` the data stays
+  in cache between updates. numpy ufuncs are far from the vector units' peak, so the CPU
+  compute ceiling is taken from a BLAS matrix multiply (what DNN runtimes call), and the ERT
+  sweep supplies the bandwidths. numpy has no fast fp16/int8 path: the CPU measures fp32.
+- NVIDIA GPU (pycuda): one generated CUDA kernel per (precision, k), timed with CUDA events.
+  It uses CUDA-core FMAs, so on Tensor-core precisions the measured FLOP peak is the
+  CUDA-core one; the bandwidths are what the sweep is for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from edge_roofline.roofline.ceilings import Ceilings
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+class ErtError(RuntimeError):
+    """The measurement cannot run here, or its points do not determine a ceiling."""
+
+
+class GpuUnavailableError(ErtError):
+    """pycuda or a CUDA device is missing."""
+
+
+@dataclass(frozen=True)
+class ErtPoint:
+    working_set_bytes: int
+    flops_per_element: int
+    seconds: float
+    bytes_moved: float
+    flops: float
+
+    @property
+    def bandwidth_bps(self) -> float:
+        return self.bytes_moved / self.seconds
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flops / self.seconds
+
+
+@dataclass(frozen=True)
+class ErtResult:
+    points: tuple[ErtPoint, ...]
+    ceilings: Ceilings
+    cache_bytes: dict[str, int]   # level -> size the fit used to bin the sweep
+
+
+def working_set_sizes(min_bytes: int, max_bytes: int, per_octave: int = 2) -> list[int]:
+    """Geometric sweep, ``per_octave`` sizes per doubling, rounded to 4 KiB."""
+    sizes, size = [], float(min_bytes)
+    while size <= max_bytes * 1.0001:
+        sizes.append(int(round(size / (4 * KIB))) * 4 * KIB)
+        size *= 2 ** (1 / per_octave)
+    return sorted(set(s for s in sizes if s > 0))
+
+
+def fit_ceilings(points: Iterable[ErtPoint], cache_bytes: dict[str, int], *, engine: str,
+                 precision: str, label: str, layer_overhead_s: float,
+                 peak_flops: float | None = None) -> Ceilings:
+    """Ceilings from sweep points.
+
+    Bandwidths come from the memory-bound points (the smallest FLOPs per element): L1 is the
+    best bandwidth with the working set inside ``cache_bytes["l1"]``, L2 the best between L1
+    and L2 (a level not faster than the one outside it is ``None``: unresolved), DRAM the median over working sets at least 4x the last cache level (``"llc"`` if
+    given, else ``"l2"``), where no cache can hold a meaningful share. The FLOP ceiling is the
+    best FLOP rate over all points unless ``peak_flops`` (e.g. from GEMM) is given.
+    """
+    points = list(points)
+    if not points:
+        raise ErtError("no ERT points to fit")
+    k_min = min(p.flops_per_element for p in points)
+    memory_points = [p for p in points if p.flops_per_element == k_min]
+    llc = cache_bytes.get("llc", cache_bytes.get("l2", 0))
+    dram = sorted(p.bandwidth_bps for p in memory_points if p.working_set_bytes >= 4 * llc)
+    if not dram:
+        largest = max(p.working_set_bytes for p in memory_points)
+        raise ErtError(f"no working set reaches DRAM: the largest is {largest} B, the last "
+                       f"cache level is {llc} B (need >= 4x)")
+    dram_bps = dram[len(dram) // 2] if len(dram) % 2 else 0.5 * (dram[len(dram) // 2 - 1] + dram[len(dram) // 2])
+
+    def best_within(low: int, high: int) -> float | None:
+        values = [p.bandwidth_bps for p in memory_points if low < p.working_set_bytes <= high]
+        return max(values) if values else None
+
+    l1 = cache_bytes.get("l1")
+    l2 = cache_bytes.get("l2")
+    l2_bps = best_within(l1 or 0, l2) if l2 else None
+    l1_bps = best_within(0, l1) if l1 else None
+    # A cache level slower than the level outside it was not resolved (per-call overhead
+    # dominates small working sets, notably with numpy): report it as unknown, not as a roof.
+    if l2_bps is not None and l2_bps <= dram_bps:
+        l2_bps = None
+    if l1_bps is not None and l1_bps <= (l2_bps or dram_bps):
+        l1_bps = None
+    peak = peak_flops if peak_flops is not None else max(p.flops_per_s for p in points)
+    return Ceilings(engine=engine, precision=precision, peak_flops=peak,
+                    dram_bandwidth_bps=dram_bps, l2_bandwidth_bps=l2_bps, l1_bandwidth_bps=l1_bps,
+                    layer_overhead_s=layer_overhead_s, source="measured", label=label)
+
+
+# ---- CPU ---------------------------------------------------------------------------------
+
+def cpu_cache_bytes(sys_root: str | Path = "/") -> dict[str, int]:
+    """Data/unified cache sizes of cpu0 from sysfs: l1, l2 and, when there is one, llc (the
+    largest level). Missing sysfs: typical sizes (48 KiB, 1 MiB)."""
+    base = Path(sys_root) / "sys/devices/system/cpu/cpu0/cache"
+    sizes: dict[int, int] = {}
+    for index in sorted(base.glob("index*")):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((index / "level").read_text())
+            sizes[level] = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+    out = {"l1": sizes.get(1, 48 * KIB), "l2": sizes.get(2, MIB)}
+    if sizes and max(sizes) > 2:
+        out["llc"] = sizes[max(sizes)]
+    return out
+
+
+def _parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)\s*", text)
+    if not m:
+        raise ValueError(f"cache size {text!r}")
+    return int(m.group(1)) * {"": 1, "K": KIB, "M": MIB, "G": 1024 * MIB}[m.group(2)]
+
+
+def cpu_identity(sys_root: str | Path = "/") -> tuple[str, str]:
+    """(device key, operating point) of this CPU for the ceilings cache: the model name and
+    thread count; the cpufreq governor and max clock (or ``default`` without cpufreq)."""
+    root = Path(sys_root)
+    model = "cpu"
+    try:
+        for line in (root / "proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    key = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") + f"-{os.cpu_count()}t"
+    freq_dir = root / "sys/devices/system/cpu/cpu0/cpufreq"
+    try:
+        point = (f"{(freq_dir / 'scaling_governor').read_text().strip()}-"
+                 f"{int((freq_dir / 'scaling_max_freq').read_text()) // 1000}MHz")
+    except (OSError, ValueError):
+        point = "default"
+    return key, point
+
+
+def _time_best(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure_cpu_points(sizes: Sequence[int], flops_per_element: Sequence[int], *,
+                       threads: int | None = None, block_bytes: int = 256 * KIB,
+                       min_bytes_per_point: int = 64 * MIB, repeats: int = 3) -> list[ErtPoint]:
+    """Time the ERT kernel on the CPU at every (working set, FLOPs per element)."""
+    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or os.cpu_count() or 1
+    if any(k < 2 or k % 2 for k in flops_per_element):
+        raise ValueError("FLOPs per element must be even (one multiply-add is 2)")
+    buffer = np.ones(max(sizes) // 4, dtype=np.float32)
+    alpha, beta = np.float32(0.999999), np.float32(1e-7)
+    block = max(block_bytes // 4, 1)
+    points = []
+    with ThreadPoolExecutor(threads) as pool:
+        for size in sizes:
+            data = buffer[: size // 4]
+            slices = np.array_split(data, threads)
+            trials = max(1, min_bytes_per_point // (2 * size))
+            for k in flops_per_element:
+                def work(part, k=k, trials=trials):
+                    for _ in range(trials):
+                        for start in range(0, part.size, block):
+                            chunk = part[start:start + block]
+                            for _ in range(k // 2):
+                                np.multiply(chunk, alpha, out=chunk)
+                                np.add(chunk, beta, out=chunk)
+                seconds = _time_best(lambda: list(pool.map(work, slices)), repeats)
+                points.append(ErtPoint(working_set_bytes=size, flops_per_element=k,
+                                       seconds=seconds, bytes_moved=2.0 * size * trials,
+                                       flops=float(k) * (size // 4) * trials))
+    return points
+
+
+def measure_cpu_gemm_flops(sizes: Sequence[int] = (256, 512, 1024), repeats: int = 3) -> float:
+    """Best fp32 FLOP/s of a BLAS matrix multiply (2 n^3 FLOPs) over square sizes."""
+    import numpy as np
+
+    best = 0.0
+    for n in sizes:
+        a = np.ones((n, n), np.float32)
+        b = np.ones((n, n), np.float32)
+        best = max(best, 2.0 * n ** 3 / _time_best(lambda: a @ b, repeats))
+    return best
+
+
+def measure_cpu_dispatch_s(calls: int = 2000) -> float:
+    """Per-call cost of a tiny numpy kernel: the fixed per-layer term of a CPU runtime."""
+    import numpy as np
+
+    x = np.ones(16, np.float32)
+    zero = np.zeros(16, np.float32)
+    return _time_best(lambda: [np.add(x, zero, out=x) for _ in range(calls)], 3) / calls
+
+
+def measure_cpu_ceilings(quick: bool = True, *, threads: int | None = None,
+                         sys_root: str | Path = "/") -> ErtResult:
+    """fp32 ceilings of this CPU. ``quick`` (a few seconds) sweeps fewer sizes and FLOPs per
+    element than the full run."""
+    cache = cpu_cache_bytes(sys_root)
+    llc = cache.get("llc", cache["l2"])
+    max_bytes = max(4 * llc, 32 * MIB) * (1 if quick else 2)
+    sizes = working_set_sizes((128 if quick else 16) * KIB, max_bytes, per_octave=1 if quick else 2)
+    ks = (2, 8) if quick else (2, 4, 8, 16, 32, 64)
+    points = measure_cpu_points(sizes, ks, threads=threads,
+                                min_bytes_per_point=(32 if quick else 256) * MIB,
+                                repeats=2 if quick else 5)
+    key, point = cpu_identity(sys_root)
+    ceilings = fit_ceilings(points, cache, engine="cpu", precision="fp32",
+                            label=f"{key} {point} cpu fp32 (measured)",
+                            layer_overhead_s=measure_cpu_dispatch_s(),
+                            peak_flops=measure_cpu_gemm_flops((256, 512) if quick else (256, 512, 1024, 2048)))
+    return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache)
+
+
+# ---- NVIDIA GPU (pycuda) -----------------------------------------------------------------
+
+# precision -> (C type of one element, values per element, FLOPs per multiply-add
+# instruction, the multiply-add expression, bytes per element)
+_GPU_TYPES = {
+    "fp64": ("double", 1, 2, "b = fma(b, alpha, c);", 8),
+    "fp32": ("float", 1, 2, "b = fmaf(b, alpha, c);", 4),
+    "fp16": ("__half2", 2, 4, "b = __hfma2(b, alpha, c);", 4),
+}
+
+
+def gpu_kernel_name(precision: str, flops_per_element: int) -> str:
+    return f"ert_{precision}_k{flops_per_element}"
+
+
+def gpu_kernel_source(precision: str, flops_per_element: int) -> str:
+    """CUDA C of the ERT kernel: grid-stride over ``n`` elements, ``trials`` passes, each
+    element updated with ``flops_per_element`` FLOPs (per value) of dependent multiply-adds."""
+    if precision not in _GPU_TYPES:
+        raise ErtError(f"no GPU ERT kernel for {precision!r}; use one of {sorted(_GPU_TYPES)}")
+    ctype, lanes, flops_per_fma, fma, _ = _GPU_TYPES[precision]
+    per_value_fma = 2  # FLOPs of one multiply-add on one value
+    if flops_per_element < per_value_fma or flops_per_element % per_value_fma:
+        raise ErtError("FLOPs per element must be a positive even number")
+    fmas = flops_per_element // per_value_fma
+    body = "\n".join(f"      {fma}" for _ in range(fmas))
+    header = "#include <cuda_fp16.h>\n" if precision == "fp16" else ""
+    return f"""{header}extern "C" __global__ void {gpu_kernel_name(precision, flops_per_element)}(
+    {ctype} *data, long long n, int trials, {ctype} alpha) {{
+  // {fmas} dependent multiply-adds per element ({lanes} value(s), {flops_per_fma} FLOPs each)
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (int t = 0; t < trials; ++t) {{
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{
+      {ctype} b = data[i];
+      const {ctype} c = b;
+{body}
+      data[i] = b;
+    }}
+  }}
+}}
+"""
+
+
+def gpu_point(precision: str, working_set_bytes: int, flops_per_element: int, trials: int,
+              seconds: float) -> ErtPoint:
+    """The point a timed GPU launch gives: ``flops_per_element`` counts per value, an
+    element of ``__half2`` holds two values."""
+    _, lanes, _, _, elem_bytes = _GPU_TYPES[precision]
+    elements = working_set_bytes // elem_bytes
+    return ErtPoint(working_set_bytes=working_set_bytes, flops_per_element=flops_per_element,
+                    seconds=seconds, bytes_moved=2.0 * elements * elem_bytes * trials,
+                    flops=float(flops_per_element) * elements * lanes * trials)
+
+
+def _import_pycuda():
+    try:
+        import pycuda.driver as cuda
+        from pycuda.compiler import SourceModule
+    except ImportError as exc:
+        raise GpuUnavailableError(
+            "GPU ceilings need pycuda and an NVIDIA driver: pip install pycuda "
+            f"(with the CUDA toolkit on PATH) ({exc})") from exc
+    try:
+        cuda.init()
+        if cuda.Device.count() == 0:
+            raise GpuUnavailableError("pycuda found no CUDA device")
+    except cuda.Error as exc:
+        raise GpuUnavailableError(f"CUDA driver error: {exc}") from exc
+    return cuda, SourceModule
+
+
+def measure_gpu_ceilings(precision: str = "fp32", quick: bool = True, *, device_index: int = 0,
+                         label: str | None = None) -> ErtResult:
+    """Ceilings of an NVIDIA GPU through pycuda (raises ``GpuUnavailableError`` without it)."""
+    import numpy as np
+
+    cuda, SourceModule = _import_pycuda()
+    device = cuda.Device(device_index)
+    context = device.make_context()
+    try:
+        attrs = device.get_attributes()
+        sms = attrs[cuda.device_attribute.MULTIPROCESSOR_COUNT]
+        l2 = attrs[cuda.device_attribute.L2_CACHE_SIZE]
+        # The L1/shared carve-out per SM bounds what the L1 level can hold across the GPU.
+        l1 = attrs[cuda.device_attribute.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] * sms
+        cache = {"l1": l1, "l2": l2}
+        ks = (2, 8, 32) if quick else (2, 4, 8, 16, 32, 64, 128, 256)
+        sizes = working_set_sizes(max(l1 // 8, 64 * KIB), max(16 * l2, 256 * MIB),
+                                  per_octave=1 if quick else 2)
+        source = "\n".join(gpu_kernel_source(precision, k) for k in ks)
+        module = SourceModule(source, no_extern_c=True)
+        ctype = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float32}[precision]
+        alpha = ctype(1.0) if precision != "fp16" else np.frombuffer(
+            np.array([1.0, 1.0], np.float16).tobytes(), np.float32)[0]  # a __half2 of ones
+        buffer = cuda.mem_alloc(max(sizes))
+        cuda.memset_d8(buffer, 0, max(sizes))
+        block = 256
+        grid = sms * 32
+        start, stop = cuda.Event(), cuda.Event()
+        points = []
+        for size in sizes:
+            elements = size // _GPU_TYPES[precision][4]
+            trials = max(1, (512 * MIB if not quick else 128 * MIB) // (2 * size))
+            for k in ks:
+                kernel = module.get_function(gpu_kernel_name(precision, k))
+                args = (buffer, np.int64(elements), np.int32(trials), alpha)
+                kernel(*args, block=(block, 1, 1), grid=(grid, 1))  # warm-up
+                start.record()
+                kernel(*args, block=(block, 1, 1), grid=(grid, 1))
+                stop.record()
+                stop.synchronize()
+                points.append(gpu_point(precision, size, k, trials, stop.time_since(start) / 1e3))
+        launch_s = _gpu_launch_overhead_s(cuda, module.get_function(gpu_kernel_name(precision, ks[0])),
+                                          buffer, alpha)
+        name = device.name()
+        ceilings = fit_ceilings(points, cache, engine="gpu", precision=precision,
+                                label=label or f"{name} gpu {precision} (measured)",
+                                layer_overhead_s=launch_s)
+        return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache)
+    finally:
+        context.pop()
+
+
+def _gpu_launch_overhead_s(cuda, kernel, buffer, alpha, launches: int = 200) -> float:
+    """Wall time per back-to-back launch of a one-element kernel: the per-layer term."""
+    import numpy as np
+
+    args = (buffer, np.int64(1), np.int32(1), alpha)
+    kernel(*args, block=(1, 1, 1), grid=(1, 1))
+    cuda.Context.synchronize()
+    start = time.perf_counter()
+    for _ in range(launches):
+        kernel(*args, block=(1, 1, 1), grid=(1, 1))
+    cuda.Context.synchronize()
+    return (time.perf_counter() - start) / launches
