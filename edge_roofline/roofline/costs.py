@@ -384,6 +384,11 @@ _RULES.update({op: (lambda n: (0, 0)) for op in _DATA_MOVEMENT_OPS | _VIEW_OPS})
 _RULES.update({op: _reduction(*c) for op, c in _REDUCTIONS.items()})
 
 MODELLED_OPS = frozenset(_RULES)
+# Ops whose first output has their first input's shape.
+_SAME_SHAPE_OPS = (set(_ACTIVATION_FLOPS) - {"DynamicQuantizeLinear"}) | {
+    "Softmax", "LogSoftmax", "Hardmax", "BatchNormalization", "LayerNormalization",
+    "InstanceNormalization", "GroupNormalization", "MeanVarianceNormalization",
+    "RMSNormalization", "LpNormalization", "LRN", "Gelu", "Dropout", "Identity", "Cast"}
 
 
 # ---- loading and shapes ------------------------------------------------------------------
@@ -463,6 +468,7 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
 
 
 def _infer_shapes(proto, inputs: dict[str, Shape]):
+    """(model with inferred shapes, the strict inference's error or None)."""
     import onnx
 
     for vi in proto.graph.input:
@@ -473,9 +479,14 @@ def _infer_shapes(proto, inputs: dict[str, Shape]):
                 shape.dim.add().dim_value = d
     try:
         return onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=True,
-                                                 data_prop=True)
+                                                 data_prop=True), None
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
-        raise ShapeError(f"shape inference failed: {exc}") from exc
+        # Exported models are not always self-consistent (a declared output type that
+        # disagrees with the op): infer what can be inferred, and let a node that is left
+        # without a shape fail with this message attached.
+        lenient = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False,
+                                                    data_prop=True)
+        return lenient, str(exc).strip()
 
 
 def _tensor_table(graph) -> dict[str, tuple[Shape | None, int]]:
@@ -545,7 +556,9 @@ def analyze_model(model, precision: str = "fp32", batch: int = 1,
         raise ValueError(f"batch must be >= 1, got {batch}")
     proto, model_name = _load(model)
     inputs = _resolve_inputs(proto, batch, dict(input_shapes or {}))
-    graph = _infer_shapes(proto, inputs).graph
+    inferred, inference_error = _infer_shapes(proto, inputs)
+    graph = inferred.graph
+    context = f"; shape inference reported: {inference_error}" if inference_error else ""
     table = _tensor_table(graph)
     producers = {out: (node.name or f"{node.op_type}_{i}") for i, node in enumerate(graph.node)
                  for out in node.output}
@@ -566,10 +579,15 @@ def analyze_model(model, precision: str = "fp32", batch: int = 1,
                 origin = producers.get(tensor)
                 origin = f" (produced by {origin!r})" if origin else ""
                 raise ShapeError(f"node {name!r} ({node.op_type}): tensor {tensor!r}{origin} has "
-                                 f"no static shape after shape inference")
+                                 f"no static shape after shape inference{context}")
             return shape
 
         ins = [shape_of(t) if t else None for t in node.input]
+        if (node.op_type in _SAME_SHAPE_OPS and rule is not None and ins and ins[0] is not None
+                and node.output and table.get(node.output[0], (None, 0))[0] is None):
+            # onnx infers no shape for some function ops (GroupNormalization, ...): these keep
+            # their input's shape, so give it to them and to their consumers.
+            table[node.output[0]] = (ins[0], table.get(node.input[0], (None, 0))[1])
         outs = [shape_of(t) if t else None for t in node.output]
         if rule is None:
             unknown.append(op_label)
