@@ -62,17 +62,16 @@ def run(args: argparse.Namespace) -> int:
             return 2
     cache = CeilingsCache(args.cache_dir)
     engine, precision = ("gpu", args.precision) if args.gpu else ("cpu", "fp32")
-    key, point = ert.cpu_identity()
-    if args.gpu:
-        key = "gpu"  # refined below with the device name once measured
-    if args.cached:
-        found = cache.get(key, point, engine, precision)
-        if found is None:
-            print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}", file=sys.stderr)
-            return 1
-        print(_describe(found))
-        return 0
     try:
+        if args.cached:
+            key, point = ert.gpu_identity() if args.gpu else ert.cpu_identity()
+            found = cache.get(key, point, engine, precision)
+            if found is None:
+                print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}",
+                      file=sys.stderr)
+                return 1
+            print(_describe(found))
+            return 0
         result = (ert.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
                   else ert.measure_cpu_ceilings(quick=not args.full, threads=args.threads))
     except ert.ErtError as exc:
@@ -86,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
     print(_describe(result.ceilings))
     print("caches used to bin the sweep: " + ", ".join(
         f"{level} {size / 1024:.0f} KiB" for level, size in result.cache_bytes.items()))
-    print(f"cached in {cache.put(key, point, result.ceilings)}")
+    print(f"cached in {cache.put(result.device_key, result.operating_point, result.ceilings)}")
     return 0

@@ -205,12 +205,10 @@ def _conv_transpose(n: _Node):
     return _numel(n.ins[0]) * _numel(w[1:]), (n.out_elems if n.has_input(2) else 0)
 
 
-def _matmul(b_index: int) -> Rule:
-    def rule(n: _Node):
-        a = n.ins[0]
-        k = a[-1] if a else 1
-        return n.out_elems * k, 0  # every output element is a K-long dot product
-    return rule
+def _matmul(n: _Node):
+    a = n.ins[0]
+    k = a[-1] if a else 1
+    return n.out_elems * k, 0  # every output element is a K-long dot product (any batching)
 
 
 def _gemm(n: _Node):
@@ -333,7 +331,7 @@ def _grid_sample(n: _Node):
 
 def _roi_align(n: _Node):
     samples = (n.attr("sampling_ratio", 0) or 2) ** 2  # adaptive sampling: assume 2 x 2
-    return 0, n.out_elems * samples * (_interpolation(n, 2, "linear") / n.out_elems + 1)
+    return 0, n.out_elems * samples * (2 * 4 + 1)  # bilinear (4 multiply-adds) + average
 
 
 def _rnn(n: _Node):
@@ -358,7 +356,7 @@ def _lrn(n: _Node):
 _RULES: dict[str, Rule] = {
     "Conv": _conv(1, 2), "ConvInteger": _conv(1, None), "QLinearConv": _conv(3, 8),
     "ConvTranspose": _conv_transpose,
-    "MatMul": _matmul(1), "MatMulInteger": _matmul(1), "QLinearMatMul": _matmul(3),
+    "MatMul": _matmul, "MatMulInteger": _matmul, "QLinearMatMul": _matmul,
     "Gemm": _gemm, "Einsum": _einsum, "Attention": _attention,
     "Softmax": _per_output(_SOFTMAX_FLOPS), "LogSoftmax": _per_output(_SOFTMAX_FLOPS),
     "Hardmax": _per_output(1),

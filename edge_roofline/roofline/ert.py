@@ -61,6 +61,12 @@ class ErtResult:
     points: tuple[ErtPoint, ...]
     ceilings: Ceilings
     cache_bytes: dict[str, int]   # level -> size the fit used to bin the sweep
+    device_key: str               # the ceilings cache's keys for this machine
+    operating_point: str
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def working_set_sizes(min_bytes: int, max_bytes: int, per_octave: int = 2) -> list[int]:
@@ -156,7 +162,7 @@ def cpu_identity(sys_root: str | Path = "/") -> tuple[str, str]:
                 break
     except OSError:
         pass
-    key = re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-") + f"-{os.cpu_count()}t"
+    key = _slug(model) + f"-{os.cpu_count()}t"
     freq_dir = root / "sys/devices/system/cpu/cpu0/cpufreq"
     try:
         point = (f"{(freq_dir / 'scaling_governor').read_text().strip()}-"
@@ -247,7 +253,8 @@ def measure_cpu_ceilings(quick: bool = True, *, threads: int | None = None,
                             label=f"{key} {point} cpu fp32 (measured)",
                             layer_overhead_s=measure_cpu_dispatch_s(),
                             peak_flops=measure_cpu_gemm_flops((256, 512) if quick else (256, 512, 1024, 2048)))
-    return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache)
+    return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache,
+                     device_key=key, operating_point=point)
 
 
 # ---- NVIDIA GPU (pycuda) -----------------------------------------------------------------
@@ -364,13 +371,27 @@ def measure_gpu_ceilings(precision: str = "fp32", quick: bool = True, *, device_
                 points.append(gpu_point(precision, size, k, trials, stop.time_since(start) / 1e3))
         launch_s = _gpu_launch_overhead_s(cuda, module.get_function(gpu_kernel_name(precision, ks[0])),
                                           buffer, alpha)
-        name = device.name()
+        key, point = _gpu_identity(cuda, device)
         ceilings = fit_ceilings(points, cache, engine="gpu", precision=precision,
-                                label=label or f"{name} gpu {precision} (measured)",
+                                label=label or f"{device.name()} {point} gpu {precision} (measured)",
                                 layer_overhead_s=launch_s)
-        return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache)
+        return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache,
+                         device_key=key, operating_point=point)
     finally:
         context.pop()
+
+
+def _gpu_identity(cuda, device) -> tuple[str, str]:
+    """(device key, operating point): the GPU's name; its max clock (the operating point a
+    discrete GPU's application clocks or a Jetson's devfreq cap sets)."""
+    clock_khz = device.get_attribute(cuda.device_attribute.CLOCK_RATE)
+    return f"gpu-{_slug(device.name())}", f"{clock_khz // 1000}MHz"
+
+
+def gpu_identity(device_index: int = 0) -> tuple[str, str]:
+    """(device key, operating point) of a CUDA GPU for the ceilings cache."""
+    cuda, _ = _import_pycuda()
+    return _gpu_identity(cuda, cuda.Device(device_index))
 
 
 def _gpu_launch_overhead_s(cuda, kernel, buffer, alpha, launches: int = 200) -> float:

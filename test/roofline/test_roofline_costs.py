@@ -4,7 +4,6 @@ ResNet-18 and MobileNetV2, hand-computed layers on torch and onnx.helper graphs,
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
