@@ -1,0 +1,87 @@
+"""console: prints a compact live summary of the suite once a second (latency vs target,
+power, energy per inference, operating point, governor, top layers and their bound)."""
+
+from __future__ import annotations
+
+import collections
+import sys
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from edge_roofline import topics
+from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry, RooflineReport
+from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render
+
+PARAMETERS = {
+    "period_s": (1.0, "refresh period"),
+    "window_frames": (200, "frames in the latency percentile window"),
+    "top_layers": (5, "layers listed"),
+}
+
+
+class Console(Node):
+    def __init__(self, out=sys.stdout) -> None:
+        super().__init__("console")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        self.out, self.top_layers = out, p["top_layers"]
+        self.latencies_ms = collections.deque(maxlen=p["window_frames"])
+        self.stamps_s = collections.deque(maxlen=p["window_frames"])
+        self.snap = ConsoleSnapshot()
+        self.create_subscription(InferenceStats, topics.INFERENCE_STATS, self.on_stats, 50)
+        self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10)
+        self.create_subscription(RooflineReport, topics.ROOFLINE_REPORT, self.on_report, 2)
+        self.create_subscription(GovernorState, topics.GOVERNOR_STATE, self.on_governor, 10)
+        self.create_timer(p["period_s"], self.print_summary)
+
+    def on_stats(self, msg: InferenceStats) -> None:
+        self.latencies_ms.append(msg.latency_ms)
+        self.stamps_s.append(self.get_clock().now().nanoseconds * 1e-9)
+        self.snap.model, self.snap.backend = msg.model_id, msg.backend
+        self.snap.simulated = self.snap.simulated or msg.simulated
+        self.snap.frames_dropped, self.snap.errors = msg.frames_dropped, msg.errors + msg.frames_rejected
+
+    def on_power(self, msg: PowerTelemetry) -> None:
+        self.snap.simulated = self.snap.simulated or msg.simulated
+        self.snap.device, self.snap.power_w = msg.device, msg.average_power_w
+        self.snap.nvpmodel_mode, self.snap.operating_point = msg.nvpmodel_mode, msg.operating_point.name
+        self.snap.gpu_freq_hz, self.snap.emc_freq_hz = msg.gpu_freq_hz, msg.emc_freq_hz
+
+    def on_report(self, msg: RooflineReport) -> None:
+        self.snap.layers = [LayerLine(l.name, l.op_type, l.measured_time_s, l.bound, l.efficiency) for l in msg.layers]
+
+    def on_governor(self, msg: GovernorState) -> None:
+        s = self.snap
+        s.governor_mode, s.governor_state, s.switches = msg.mode, msg.state, msg.switches
+        s.governor_reason, s.target_latency_ms, s.target_percentile = msg.reason, msg.target_latency_ms, msg.target_percentile
+        s.energy_per_inference_j = msg.measured_energy_per_inference_j
+
+    def print_summary(self) -> None:
+        if self.latencies_ms:
+            lat = np.asarray(self.latencies_ms)
+            self.snap.latency_p50_ms, self.snap.latency_p95_ms = np.percentile(lat, [50, 95])
+            span_s = self.stamps_s[-1] - self.stamps_s[0]
+            self.snap.fps = (len(self.stamps_s) - 1) / span_s if span_s > 0 else float("nan")
+        print(render(self.snap, self.top_layers) + "\n", file=self.out, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    node = Console()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

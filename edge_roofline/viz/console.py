@@ -1,0 +1,70 @@
+"""A compact live console summary of the suite: latency vs target, power, energy per
+inference, operating point, governor decision, and the top layers by time with their bound."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LayerLine:
+    name: str
+    op_type: str
+    time_s: float
+    bound: str
+    efficiency: float
+
+
+@dataclass
+class ConsoleSnapshot:
+    simulated: bool = False
+    device: str = ""
+    model: str = ""
+    backend: str = ""
+    latency_p50_ms: float = math.nan
+    latency_p95_ms: float = math.nan
+    fps: float = math.nan
+    frames_dropped: int = 0
+    errors: int = 0
+    target_latency_ms: float = math.nan
+    target_percentile: float = math.nan
+    power_w: float = math.nan
+    energy_per_inference_j: float = math.nan
+    operating_point: str = ""
+    nvpmodel_mode: str = ""
+    gpu_freq_hz: float = math.nan
+    emc_freq_hz: float = math.nan
+    governor_mode: str = ""
+    governor_state: str = ""
+    governor_reason: str = ""
+    switches: int = 0
+    layers: list[LayerLine] = field(default_factory=list)
+
+
+def _f(value: float, fmt: str, unit: str = "") -> str:
+    return "  n/a" if value is None or not math.isfinite(value) else f"{value:{fmt}}{unit}"
+
+
+def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
+    banner = "VIRTUAL JETSON - SIMULATION (times and power from the physics model)" if s.simulated else "real device"
+    lines = [f"edge_roofline | {s.device} | {banner}",
+             f"model {s.model} on {s.backend}"]
+    ok = ""
+    if math.isfinite(s.target_latency_ms) and math.isfinite(s.latency_p95_ms):
+        ok = "  OK" if s.latency_p95_ms <= s.target_latency_ms else "  OVER TARGET"
+    lines.append(f"latency p50 {_f(s.latency_p50_ms, '7.2f', ' ms')}  p95 {_f(s.latency_p95_ms, '7.2f', ' ms')}"
+                 f"  target p{_f(s.target_percentile, '.0f')} {_f(s.target_latency_ms, '.2f', ' ms')}{ok}"
+                 f"  | {_f(s.fps, '5.1f', ' fps')}  dropped {s.frames_dropped}  errors {s.errors}")
+    lines.append(f"power {_f(s.power_w, '6.2f', ' W')}  energy/inference {_f(s.energy_per_inference_j * 1e3, '7.2f', ' mJ')}"
+                 f"  | mode {s.nvpmodel_mode or '?'}  point {s.operating_point or '?'}"
+                 f"  GPU {_f(s.gpu_freq_hz / 1e6, '.0f', ' MHz')}  EMC {_f(s.emc_freq_hz / 1e6, '.0f', ' MHz')}")
+    if s.governor_mode:
+        lines.append(f"governor {s.governor_mode}/{s.governor_state}  switches {s.switches}  last: {s.governor_reason}")
+    if s.layers:
+        total_s = sum(l.time_s for l in s.layers) or math.nan
+        lines.append(f"top layers by time ({len(s.layers)} layers):")
+        for layer in sorted(s.layers, key=lambda l: l.time_s, reverse=True)[:top_n]:
+            lines.append(f"  {layer.name[:36]:36s} {layer.op_type[:18]:18s} {layer.time_s * 1e3:8.3f} ms "
+                         f"{100 * layer.time_s / total_s:5.1f}%  {layer.bound:8s} eff {_f(100 * layer.efficiency, '5.1f', '%')}")
+    return "\n".join(lines)
