@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from std_msgs.msg import Header
 
+from edge_roofline.msg import (InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport, Tensor,
+                               TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
-from edge_roofline.msg import PowerRail, PowerTelemetry
 from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
+from edge_roofline.serving import FrameResult
 from edge_roofline.telemetry.diagnostics import Status
 from edge_roofline.telemetry.sampler import TelemetryWindow
 
@@ -83,3 +89,78 @@ def diagnostic_array_msg(statuses: list[Status], stamp, hardware_id: str) -> Dia
                          values=[KeyValue(key=k, value=v) for k, v in s.values.items()])
         for s in statuses]
     return array
+
+
+# ---- inference ----------------------------------------------------------------------
+
+_BOUND = {"compute": LayerRoofline.BOUND_COMPUTE, "memory": LayerRoofline.BOUND_MEMORY,
+          "overhead": LayerRoofline.BOUND_LATENCY}
+
+
+def _nan(value) -> float:
+    return NAN if value is None else float(value)
+
+
+def layer_roofline_msg(layer: LayerBound, precision: str) -> LayerRoofline:
+    levels = layer.level_bytes or {}
+    return LayerRoofline(
+        name=layer.name, op_type=layer.op_type, precision=precision, flops=float(layer.flops),
+        bytes_total=float(layer.bytes), bytes_l1=_nan(levels.get("l1")), bytes_l2=_nan(levels.get("l2")),
+        bytes_dram=_nan(levels.get("dram", layer.bytes if not levels else None)),
+        arithmetic_intensity_flop_per_byte=float(layer.arithmetic_intensity),
+        measured_time_s=_nan(layer.measured_time_s), achieved_flop_per_s=_nan(layer.achieved_flops),
+        achieved_bytes_per_s=_nan(layer.achieved_bandwidth_bps),
+        attainable_flop_per_s=float(layer.attainable_flops), attainable_time_s=float(layer.attainable_time_s),
+        bound=_BOUND[layer.bound], efficiency=_nan(layer.efficiency))
+
+
+def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, backend: str, device: str,
+                        simulated: bool, point: OperatingPoint | None, sample_count: int) -> RooflineReport:
+    c = analysis.ceilings
+    return RooflineReport(
+        model_id=model_id, backend=backend, device=device, simulated=simulated,
+        operating_point=operating_point_msg(point), ceilings_source=c.source, ceilings_engine=c.engine,
+        peak_flop_per_s=float(c.peak_flops), dram_bandwidth_bytes_per_s=float(c.dram_bandwidth_bps),
+        l2_bandwidth_bytes_per_s=_nan(c.l2_bandwidth_bps), layer_overhead_s=float(c.layer_overhead_s),
+        layers=[layer_roofline_msg(l, analysis.precision) for l in analysis.layers],
+        total_flops=float(analysis.total_flops), total_bytes=float(analysis.total_bytes),
+        total_measured_time_s=_nan(analysis.measured_time_s),
+        total_attainable_time_s=float(analysis.attainable_time_s), sample_count=sample_count,
+        unknown_ops=list(analysis.unknown_ops), header=_header(stamp))
+
+
+def _header(stamp, frame_id: str = "") -> Header:
+    header = Header(frame_id=frame_id)
+    header.stamp = stamp
+    return header
+
+
+def inference_stats_msg(result: FrameResult) -> InferenceStats:
+    c = result.counters
+    stamp = result.frame.stamp if result.frame.stamp is not None else Time()
+    return InferenceStats(
+        header=_header(stamp, result.frame.frame_id), frame_index=result.frame_index, model_id=result.model_id,
+        backend=result.backend, simulated=result.simulated, batch=1,
+        latency_ms=result.latency_s * 1e3, preprocess_ms=result.preprocess_s * 1e3,
+        postprocess_ms=result.postprocess_s * 1e3, queue_delay_ms=result.queue_delay_s * 1e3,
+        end_to_end_ms=result.end_to_end_s * 1e3, frames_received=c.received, frames_dropped=c.dropped,
+        frames_rejected=c.rejected, nan_outputs=c.nan_outputs, errors=c.errors, last_error=c.last_error)
+
+
+def tensor_array_msg(outputs: dict[str, np.ndarray], header: Header) -> TensorArray:
+    return TensorArray(header=header, tensors=[
+        Tensor(name=name, dtype=str(value.dtype), shape=list(value.shape),
+               data=np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes())
+        for name, value in outputs.items()])
+
+
+def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
+    out = {}
+    for t in msg.tensors:
+        dtype = np.dtype(t.dtype).newbyteorder("<")
+        array = np.frombuffer(bytes(t.data), dtype=dtype)
+        expected = int(np.prod(t.shape)) if len(t.shape) else 1
+        if array.size != expected:
+            raise ValueError(f"tensor {t.name!r}: {array.size} {t.dtype} values for shape {list(t.shape)}")
+        out[t.name] = array.reshape(tuple(t.shape)).astype(dtype.newbyteorder("="))
+    return out

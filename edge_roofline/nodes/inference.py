@@ -1,0 +1,192 @@
+"""inference: images (or tensors) in, outputs, per-frame InferenceStats and periodic per-layer
+RooflineReports out. The pipeline (queueing, preprocessing, profiling, model switch) lives in
+edge_roofline.serving; this node wires it to topics and parameters."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image
+
+from edge_roofline import topics
+from edge_roofline.backends.base import BackendError
+from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
+from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
+from edge_roofline.nodes import convert
+from edge_roofline.preprocess import PreprocessConfig
+from edge_roofline.roofline.costs import CostModelError
+from edge_roofline.runtime import create_platform_or_degraded
+from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline
+
+PARAMETERS = {
+    "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
+    "backend": ("ort", "ort | tensorrt | virtual"),
+    "precision": ("fp32", "fp32 | fp16 | int8 (cost model and TensorRT build)"),
+    "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
+    "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
+    "platform": ("", "platform to read current clocks from (as power_monitor's), empty: none"),
+    "sysfs_root": ("/", "sysfs root for the platform (a live virtual Jetson's root)"),
+    "image_topic": ("image", "sensor_msgs/Image input"),
+    "tensor_topic": ("", "edge_roofline/TensorArray input instead of images (empty: off)"),
+    "input_name": ("", "model input fed with the image (empty: the only input)"),
+    "width": (0, "model input width (0: from the model)"),
+    "height": (0, "model input height (0: from the model)"),
+    "color_order": ("rgb", "rgb | bgr | mono"),
+    "resize": ("stretch", "stretch | letterbox"),
+    "mean": ([0.0, 0.0, 0.0], "per-channel mean, after dividing by scale"),
+    "std": ([1.0, 1.0, 1.0], "per-channel std"),
+    "scale": (255.0, "raw pixel values are divided by this first"),
+    "layout": ("nchw", "nchw | nhwc"),
+    "queue_depth": (2, "frames queued before the oldest is dropped"),
+    "profile_every_frames": (300, "a profiled run every N frames (0: off)"),
+    "profile_every_s": (10.0, "a profiled run every T seconds (0: off)"),
+    "publish_outputs": (True, "publish raw outputs as TensorArray"),
+}
+SWITCHABLE = {"model", "backend", "precision"}
+
+
+class InferenceNode(Node):
+    def __init__(self) -> None:
+        super().__init__("inference")
+        for name, (default, description) in PARAMETERS.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        p = self._params()
+        self.platform = None
+        if p["platform"]:
+            self.platform, problem = create_platform_or_degraded(p["platform"], sysfs_root=p["sysfs_root"])
+            if problem:
+                self.get_logger().error(problem)
+        self.device_name = p["device"] or "host CPU"
+        self.pipeline = InferencePipeline(self._config(p), self._ceilings(p))
+        self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
+        self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
+        self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
+        if p["tensor_topic"]:
+            self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
+        else:
+            self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
+        self.add_on_set_parameters_callback(self.on_parameters)
+        self._running = True
+        self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
+        self._worker.start()
+        self.get_logger().info(f"serving {p['model']} on {p['backend']} ({self.device_name})")
+
+    def _params(self) -> dict:
+        return {name: self.get_parameter(name).value for name in PARAMETERS}
+
+    def _config(self, p: dict) -> InferenceConfig:
+        pre = None
+        if p["width"] and p["height"]:
+            pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
+                                   resize=p["resize"], mean=tuple(p["mean"]), std=tuple(p["std"]),
+                                   scale=p["scale"], layout=p["layout"])
+        options = {"platform": self.platform} if p["backend"] == "virtual" else {}
+        config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
+                                 input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
+                                 profile_every_frames=p["profile_every_frames"],
+                                 profile_every_s=p["profile_every_s"], backend_options=options)
+        config.validate()
+        return config
+
+    def _ceilings(self, p: dict):
+        precision = p["precision"] if p["precision"] != "mixed" else "fp16"
+        if p["device"]:
+            return device_ceilings(p["device"], precision, p["engine"], self.platform)
+        return host_cpu_ceilings()
+
+    # ---- input callbacks: enqueue only ------------------------------------------------
+    def _now_s(self) -> float:
+        return self.pipeline.clock.now_s()
+
+    def on_image(self, msg: Image) -> None:
+        self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
+                                   encoding=msg.encoding, width=msg.width, height=msg.height, step=msg.step,
+                                   data=msg.data, is_bigendian=bool(msg.is_bigendian)))
+
+    def on_tensors(self, msg: TensorArray) -> None:
+        try:
+            tensors = convert.tensors_from_msg(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"bad tensor input: {exc}", throttle_duration_sec=5.0)
+            return
+        self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
+                                   tensors=tensors))
+
+    # ---- runtime model switch --------------------------------------------------------
+    def on_parameters(self, params) -> SetParametersResult:
+        changed = {p.name: p.value for p in params}
+        fixed = set(changed) - SWITCHABLE
+        if fixed:
+            return SetParametersResult(successful=False,
+                                       reason=f"{sorted(fixed)} apply at start only; switchable at runtime: {sorted(SWITCHABLE)}")
+        p = self._params() | changed
+        try:
+            config = self._config(p)
+        except ValueError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        threading.Thread(target=self._switch, args=(config, p), daemon=True).start()
+        return SetParametersResult(successful=True)
+
+    def _switch(self, config: InferenceConfig, p: dict) -> None:
+        try:
+            self.pipeline.ceilings = self._ceilings(p)
+            self.pipeline.switch(config)
+            self.get_logger().info(f"switched to {config.model} on {config.backend}")
+        except Exception as exc:  # the old model keeps serving; say why the new one didn't load
+            self.pipeline.counters.errors += 1
+            self.pipeline.counters.last_error = f"model switch to {config.model} failed: {exc}"
+            self.get_logger().error(self.pipeline.counters.last_error)
+
+    # ---- worker ------------------------------------------------------------------------
+    def _serve(self) -> None:
+        while self._running:
+            result = self.pipeline.process_next(timeout_s=0.1)
+            if result is None:
+                continue
+            if result.error:
+                self.get_logger().error(result.error, throttle_duration_sec=2.0)
+            stats = convert.inference_stats_msg(result)
+            if self.output_pub is not None and result.outputs:
+                self.output_pub.publish(convert.tensor_array_msg(result.outputs, stats.header))
+            self.stats_pub.publish(stats)
+            if result.report is not None:
+                point = self.platform.current_operating_point() if self.platform else None
+                self.report_pub.publish(convert.roofline_report_msg(
+                    result.report, self.get_clock().now().to_msg(), model_id=result.model_id,
+                    backend=result.backend, device=self.device_name, simulated=result.simulated, point=point,
+                    sample_count=self.pipeline.config.profile_runs))
+
+    def destroy_node(self) -> None:
+        self._running = False
+        self.pipeline.wake()
+        self._worker.join(timeout=2.0)
+        self.pipeline.close()
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv)
+    try:
+        node = InferenceNode()
+    except (ValueError, OSError, BackendError, CostModelError) as exc:  # bad parameters or model: say so and exit non-zero, no traceback loop
+        print(f"inference: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
