@@ -27,7 +27,6 @@ class NodeSpec:
 NODES = (
     NodeSpec("power_monitor", "power_monitor"),
     NodeSpec("inference", "inference"),
-    NodeSpec("governor", "governor"),
 )
 
 
@@ -52,3 +51,60 @@ def load_params(path: str | Path) -> dict[str, dict]:
             raise ValueError(f"parameter file {path}: node {node!r} needs a 'ros__parameters' mapping")
         params[str(node).lstrip("/")] = node_params
     return params
+
+
+def virtual_devices(params: dict[str, dict]) -> dict[str, str]:
+    """{sysfs_root: device_key} of the virtual Jetsons the nodes' parameters point at."""
+    found = {}
+    for node_params in params.values():
+        platform = str(node_params.get("platform", ""))
+        if platform.startswith("virtual:"):
+            root = str(node_params.get("sysfs_root", ""))
+            if root in ("", "/"):
+                raise ValueError(f"platform {platform} needs sysfs_root: the directory the virtual Jetson renders")
+            found[root] = platform.split(":", 1)[1]
+    return found
+
+
+def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str | None = None) -> int:
+    """Start a live virtual Jetson when the parameters name one, then the nodes, then wait for
+    Ctrl-C (or ``duration_s``) and stop everything in reverse order."""
+    import os
+    import tempfile
+    import time
+
+    from edge_roofline.paths import config_file
+    from edge_roofline.rosenv import localhost_environment
+    from edge_roofline.supervisor import Supervisor, env_with_repo, install_stop_flag
+
+    params_path = config_file(config)
+    params = load_params(params_path)
+    env = env_with_repo(localhost_environment(dict(os.environ)))
+    logs = Path(log_dir or tempfile.mkdtemp(prefix="edge_roofline_logs_"))
+    live = []
+    for root, device in virtual_devices(params).items():
+        from edge_roofline.virtual.live import LiveVirtualJetson
+        jetson = LiveVirtualJetson(root, device)
+        jetson.start()
+        live.append(jetson)
+        print(f"virtual Jetson {device} (SIMULATION) live at {root}")
+    stop = install_stop_flag()
+    supervisor = Supervisor(env, logs)
+    code = 0
+    try:
+        for spec in NODES:
+            supervisor.start(spec.executable, spec.name, str(params_path))
+        for extra in extras:
+            supervisor.start(extra, extra, str(params_path), show_output=(extra == "console"))
+        print(f"started {len(supervisor.children)} nodes; logs in {logs}; Ctrl-C to stop")
+        end_s = time.monotonic() + duration_s if duration_s > 0 else None
+        gone = supervisor.wait(lambda: stop[0] or (end_s is not None and time.monotonic() >= end_s))
+        if gone is not None:
+            print(f"node {gone.name} exited with {gone.proc.returncode}:\n{supervisor.tail(gone)}")
+            code = 1
+    finally:
+        codes = supervisor.stop_all()
+        for jetson in live:
+            jetson.stop()
+        print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
+    return code

@@ -1,0 +1,25 @@
+"""edge-roofline up: start the suite's nodes with one parameter file (the same node list and
+files as `ros2 launch edge_roofline edge_roofline.launch.py`), without the ROS launch tools."""
+
+NAME = "up"
+HELP = "start the suite's nodes (as ros2 launch would) and stop them cleanly on Ctrl-C"
+EXTRAS = ("synthetic_camera", "console", "foxglove_bridge")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--config", default="virtual_agx_orin.yaml",
+                        help="ROS 2 parameter file (a path, or a name in config/); default: %(default)s")
+    parser.add_argument("--with", dest="extras", default="",
+                        help=f"comma-separated extra nodes: {', '.join(EXTRAS)}")
+    parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
+    parser.add_argument("--log-dir", default="", help="write each node's output here (default: a temp dir)")
+
+
+def run(args) -> int:
+    from edge_roofline.bringup import run_suite
+    extras = [e for e in args.extras.split(",") if e]
+    unknown = [e for e in extras if e not in EXTRAS]
+    if unknown:
+        print(f"unknown extra node(s) {unknown}; choose from {', '.join(EXTRAS)}")
+        return 2
+    return run_suite(args.config, extras=extras, duration_s=args.duration, log_dir=args.log_dir or None)

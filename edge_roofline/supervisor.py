@@ -1,0 +1,110 @@
+"""Start the suite's nodes as processes (what ``ros2 launch`` does, for machines without the
+ROS launch tools), watch them, and stop them cleanly: SIGINT first, in reverse start order,
+so the governor restores the device before anything else goes away."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Managed:
+    name: str
+    proc: subprocess.Popen
+    log_path: Path | None
+
+
+def node_command(executable: str, node_name: str, params_file: str | None, overrides: dict) -> list[str]:
+    cmd = [sys.executable, "-m", f"edge_roofline.nodes.{executable}", "--ros-args", "-r", f"__node:={node_name}"]
+    if params_file:
+        cmd += ["--params-file", str(params_file)]
+    for key, value in overrides.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        cmd += ["-p", f"{key}:={value}"]
+    return cmd
+
+
+class Supervisor:
+    def __init__(self, env: dict[str, str], log_dir: Path | None = None) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.children: list[Managed] = []
+
+    def start(self, executable: str, node_name: str, params_file: str | None = None,
+              overrides: dict | None = None, show_output: bool = False) -> Managed:
+        log_path = None
+        if show_output:
+            out = None
+        elif self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log_path = self.log_dir / f"{node_name}.log"
+            out = open(log_path, "w")
+        else:
+            out = subprocess.DEVNULL
+        proc = subprocess.Popen(node_command(executable, node_name, params_file, overrides or {}),
+                                env=self.env, stdout=out, stderr=subprocess.STDOUT if out is not None else None,
+                                start_new_session=True)  # our own Ctrl-C handling decides when children stop
+        child = Managed(node_name, proc, log_path)
+        self.children.append(child)
+        return child
+
+    def exited(self) -> list[Managed]:
+        return [c for c in self.children if c.proc.poll() is not None]
+
+    def wait(self, should_stop, poll_s: float = 0.2) -> Managed | None:
+        """Block until ``should_stop()`` or a child exits; returns the exited child, if any."""
+        while not should_stop():
+            gone = self.exited()
+            if gone:
+                return gone[0]
+            time.sleep(poll_s)
+        return None
+
+    def stop_all(self, timeout_s: float = 10.0) -> dict[str, int]:
+        codes = {}
+        for child in reversed(self.children):
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGINT)
+                try:
+                    child.proc.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    child.proc.terminate()
+                    try:
+                        child.proc.wait(2.0)
+                    except subprocess.TimeoutExpired:
+                        child.proc.kill()
+                        child.proc.wait()
+            codes[child.name] = child.proc.returncode
+        return codes
+
+    def tail(self, child: Managed, lines: int = 20) -> str:
+        if child.log_path is None or not child.log_path.exists():
+            return ""
+        return "\n".join(child.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def install_stop_flag() -> list[bool]:
+    """SIGINT/SIGTERM set a flag instead of raising, so shutdown runs in order."""
+    flag = [False]
+
+    def handler(signum, frame):
+        flag[0] = True
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return flag
+
+
+def env_with_repo(env: dict[str, str]) -> dict[str, str]:
+    """Child processes import this checkout's package first (the installed one otherwise)."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = dict(env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env

@@ -1,0 +1,57 @@
+"""The launch file, `edge-roofline up` and the shipped parameter files agree: every node they
+start is an installed executable, and every parameter a file sets is declared by that node.
+(The ROS launch tools are not installable from PyPI, so the launch file is checked by parsing
+it, not by running `ros2 launch`.)"""
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from edge_roofline.bringup import NODES, load_params, virtual_devices
+from edge_roofline.commands.up import EXTRAS
+
+REPO = Path(__file__).resolve().parent.parent
+PARAM_FILES = sorted(p for p in (REPO / "config").glob("*.yaml"))
+CMAKE_EXECUTABLES = set(re.search(r"foreach\(_node ([^)]*)\)", (REPO / "CMakeLists.txt").read_text()).group(1).split())
+
+
+def declared_parameters(executable: str) -> set[str]:
+    return set(importlib.import_module(f"edge_roofline.nodes.{executable}").PARAMETERS)
+
+
+def test_launch_file_starts_the_bringup_node_list():
+    tree = ast.parse((REPO / "launch" / "edge_roofline.launch.py").read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module == "edge_roofline.bringup" for alias in node.names}
+    assert "NODES" in imported, "the launch file must take its node list from edge_roofline.bringup"
+    assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
+
+
+@pytest.mark.parametrize("spec", NODES + tuple(type(NODES[0])(e, e) for e in EXTRAS), ids=lambda s: s.executable)
+def test_every_started_node_is_an_installed_executable(spec):
+    assert spec.executable in CMAKE_EXECUTABLES
+    assert callable(importlib.import_module(f"edge_roofline.nodes.{spec.executable}").main)
+
+
+@pytest.mark.parametrize("path", PARAM_FILES, ids=lambda p: p.name)
+def test_parameter_files_set_only_declared_parameters(path):
+    params = load_params(path)
+    known = {spec.name: spec.executable for spec in NODES} | {e: e for e in EXTRAS}
+    for node, values in params.items():
+        assert node in known, f"{path.name}: unknown node {node!r}"
+        undeclared = set(values) - declared_parameters(known[node])
+        assert not undeclared, f"{path.name}: {node} does not declare {sorted(undeclared)}"
+    virtual_devices(params)  # a virtual platform must name its tree
+
+
+def test_malformed_parameter_file_names_the_problem(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("power_monitor: [unclosed\n")
+    with pytest.raises(ValueError, match="not valid YAML"):
+        load_params(bad)
+    bad.write_text("power_monitor:\n  platform: jetson\n")
+    with pytest.raises(ValueError, match="needs a 'ros__parameters' mapping"):
+        load_params(bad)
