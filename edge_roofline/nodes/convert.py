@@ -13,6 +13,7 @@ from edge_roofline.msg import (InferenceStats, LayerRoofline, PowerRail, PowerTe
                                TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
 from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
 from edge_roofline.serving import FrameResult
 from edge_roofline.telemetry.diagnostics import Status
@@ -164,3 +165,29 @@ def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
             raise ValueError(f"tensor {t.name!r}: {array.size} {t.dtype} values for shape {list(t.shape)}")
         out[t.name] = array.reshape(tuple(t.shape)).astype(dtype.newbyteorder("="))
     return out
+
+
+def roofline_analysis_from_msg(msg) -> RooflineAnalysis:
+    """A RooflineReport (live, or decoded from a recording) back into the core's analysis, so
+    the CLI can chart recordings with the same code as live analyses."""
+    def opt(value):
+        return None if value is None or math.isnan(value) else float(value)
+
+    bound_back = {v: k for k, v in _BOUND.items()}
+    ceilings = Ceilings(engine=msg.ceilings_engine, precision=msg.layers[0].precision if msg.layers else "fp32",
+                        peak_flops=msg.peak_flop_per_s, dram_bandwidth_bps=msg.dram_bandwidth_bytes_per_s,
+                        l2_bandwidth_bps=opt(msg.l2_bandwidth_bytes_per_s), l1_bandwidth_bps=None,
+                        layer_overhead_s=msg.layer_overhead_s, source=msg.ceilings_source,
+                        label=f"{msg.device} {msg.operating_point.name}".strip())
+    layers = tuple(LayerBound(
+        name=l.name, op_type=l.op_type, flops=l.flops, bytes=l.bytes_total,
+        arithmetic_intensity=l.arithmetic_intensity_flop_per_byte, attainable_flops=l.attainable_flop_per_s,
+        attainable_time_s=l.attainable_time_s, compute_time_s=l.flops / msg.peak_flop_per_s if msg.peak_flop_per_s else 0.0,
+        memory_time_s=l.bytes_total / msg.dram_bandwidth_bytes_per_s if msg.dram_bandwidth_bytes_per_s else 0.0,
+        overhead_time_s=msg.layer_overhead_s, bound=bound_back.get(l.bound, l.bound),
+        measured_time_s=opt(l.measured_time_s), achieved_flops=opt(l.achieved_flop_per_s),
+        achieved_bandwidth_bps=opt(l.achieved_bytes_per_s), efficiency=opt(l.efficiency)) for l in msg.layers)
+    return RooflineAnalysis(model=msg.model_id, ceilings=ceilings, layers=layers, total_flops=msg.total_flops,
+                            total_bytes=msg.total_bytes, attainable_time_s=msg.total_attainable_time_s,
+                            measured_time_s=opt(msg.total_measured_time_s), unknown_ops=tuple(msg.unknown_ops),
+                            precision=ceilings.precision)

@@ -1,0 +1,32 @@
+"""edge-roofline recording FILE.mcap: summarise and chart a recorded session offline."""
+
+NAME = "recording"
+HELP = "analyse an MCAP recording of the suite: latency, power, energy per inference, roofline chart"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("mcap", help="MCAP file recorded by foxglove_bridge (mcap_path:=FILE) or rosbag2")
+    parser.add_argument("--plot", default="", help="roofline chart of the last report (.png/.svg)")
+    parser.add_argument("--power-plot", default="", help="power over time (.png/.svg)")
+
+
+def run(args) -> int:
+    from edge_roofline.recording import RecordingError, read_recording
+
+    try:
+        summary = read_recording(args.mcap)
+    except RecordingError as exc:
+        print(f"error: {exc}")
+        return 2
+    print("\n".join(summary.lines()))
+    if args.plot:
+        if summary.last_report is None:
+            print("no RooflineReport in the recording: no roofline chart")
+            return 1
+        from edge_roofline.nodes.convert import roofline_analysis_from_msg
+        from edge_roofline.roofline.charts import roofline_chart
+        print(f"roofline chart: {roofline_chart(roofline_analysis_from_msg(summary.last_report), args.plot)}")
+    if args.power_plot:
+        from edge_roofline.viz.timeline import power_chart
+        print(f"power chart: {power_chart(summary.power_series, args.power_plot, simulated=summary.simulated)}")
+    return 0

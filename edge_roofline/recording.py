@@ -1,0 +1,89 @@
+"""Offline analysis of a recorded MCAP file (from the suite's foxglove_bridge, or rosbag2 with
+the MCAP storage plugin): latency, power, energy per inference, operating-point changes, and
+the per-layer roofline of the last report. Decoding uses only the schemas in the file."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edge_roofline import topics
+
+
+class RecordingError(ValueError):
+    pass
+
+
+@dataclass
+class RecordingSummary:
+    path: str
+    duration_s: float
+    inferences: int
+    latency_p50_ms: float
+    latency_p95_ms: float
+    mean_power_w: float
+    energy_j: float
+    energy_per_inference_j: float
+    simulated: bool
+    operating_points: list[str]
+    power_series: list[tuple[float, float]] = field(default_factory=list)  # (t_s, W)
+    last_report: object = None  # the last decoded RooflineReport
+
+    def lines(self) -> list[str]:
+        sim = " [SIMULATION: virtual Jetson]" if self.simulated else ""
+        return [f"{self.path}: {self.duration_s:.1f} s{sim}",
+                f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, p95 {self.latency_p95_ms:.2f} ms",
+                f"mean power {self.mean_power_w:.2f} W, energy {self.energy_j:.2f} J, "
+                f"energy/inference {self.energy_per_inference_j * 1e3:.2f} mJ",
+                f"operating points: {' -> '.join(self.operating_points) or 'n/a'}"]
+
+
+def _suffix_match(topic: str, wanted: str) -> bool:
+    return topic == wanted or topic.endswith("/" + wanted.lstrip("/"))
+
+
+def read_recording(path: str | Path) -> RecordingSummary:
+    from mcap.exceptions import McapError
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    path = Path(path)
+    stats, power, reports = [], [], []
+    try:
+        with open(path, "rb") as f:
+            for _, channel, message, decoded in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+                t_s = message.log_time * 1e-9
+                if _suffix_match(channel.topic, topics.INFERENCE_STATS):
+                    stats.append((t_s, decoded))
+                elif _suffix_match(channel.topic, topics.POWER_TELEMETRY):
+                    power.append((t_s, decoded))
+                elif _suffix_match(channel.topic, topics.ROOFLINE_REPORT):
+                    reports.append(decoded)
+    except FileNotFoundError as exc:
+        raise RecordingError(f"recording {path} not found") from exc
+    except (McapError, ValueError, OSError) as exc:
+        raise RecordingError(f"{path} is not a readable MCAP recording: {exc}") from exc
+    times = [t for t, _ in stats] + [t for t, _ in power]
+    if not times:
+        raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
+                             f"{topics.POWER_TELEMETRY}); record them with foxglove_bridge mcap_path:=FILE")
+    latencies = np.array([m.latency_ms for _, m in stats]) if stats else np.array([math.nan])
+    energy_j = sum(m.window_energy_j for _, m in power if math.isfinite(m.window_energy_j))
+    window_s = sum(m.window_energy_j / m.average_power_w for _, m in power
+                   if math.isfinite(m.average_power_w) and m.average_power_w > 0)
+    points = []
+    for _, m in power:
+        name = m.operating_point.name or m.nvpmodel_mode
+        if name and (not points or points[-1] != name):
+            points.append(name)
+    return RecordingSummary(
+        path=str(path), duration_s=max(times) - min(times), inferences=len(stats),
+        latency_p50_ms=float(np.percentile(latencies, 50)), latency_p95_ms=float(np.percentile(latencies, 95)),
+        mean_power_w=energy_j / window_s if window_s > 0 else math.nan, energy_j=energy_j,
+        energy_per_inference_j=energy_j / len(stats) if stats and energy_j > 0 else math.nan,
+        simulated=any(m.simulated for _, m in power) or any(m.simulated for _, m in stats),
+        operating_points=points, power_series=[(t, m.average_power_w) for t, m in power],
+        last_report=reports[-1] if reports else None)

@@ -1,0 +1,60 @@
+"""A recorded MCAP file is read back and analysed by the CLI."""
+
+
+import pytest
+from rclpy.serialization import serialize_message
+
+from edge_roofline import topics
+from edge_roofline.cli import main as cli
+from edge_roofline.msg import InferenceStats, LayerRoofline, OperatingPoint, PowerTelemetry, RooflineReport
+from edge_roofline.recording import RecordingError, read_recording
+from edge_roofline.viz.foxglove_sink import FoxgloveSink
+
+
+def record(path):
+    sink = FoxgloveSink(serve=False, mcap_path=path)
+    for i in range(20):  # 1 s: 20 inferences, 10 power windows of 0.1 s at 10 W then 20 W
+        stats = InferenceStats(frame_index=i + 1, latency_ms=10.0 + i, model_id="m", backend="virtual", simulated=True)
+        sink.log("/inference/stats", topics.TYPES[topics.INFERENCE_STATS], serialize_message(stats), int(i * 0.05e9))
+    for k in range(10):
+        power_w = 10.0 if k < 5 else 20.0
+        msg = PowerTelemetry(average_power_w=power_w, window_energy_j=power_w * 0.1, simulated=True,
+                             operating_point=OperatingPoint(name="MAXN" if k < 5 else "MODE_50W"))
+        sink.log("/power/telemetry", topics.TYPES[topics.POWER_TELEMETRY], serialize_message(msg), int(k * 0.1e9))
+    report = RooflineReport(model_id="m", peak_flop_per_s=1e12, dram_bandwidth_bytes_per_s=1e11, layer_overhead_s=1e-6,
+                            ceilings_engine="gpu", ceilings_source="spec", layers=[
+                                LayerRoofline(name="conv", op_type="Conv", precision="fp16", flops=1e9, bytes_total=1e7,
+                                              arithmetic_intensity_flop_per_byte=100.0, attainable_flop_per_s=1e12,
+                                              attainable_time_s=1e-3, measured_time_s=2e-3, bound="compute",
+                                              efficiency=0.5)])
+    sink.log("/inference/roofline", topics.TYPES[topics.ROOFLINE_REPORT], serialize_message(report), int(0.9e9))
+    sink.close()
+
+
+def test_recording_summary_and_charts(tmp_path, capsys):
+    path = tmp_path / "session.mcap"
+    record(path)
+    summary = read_recording(path)
+    assert summary.inferences == 20 and summary.simulated
+    assert summary.energy_j == pytest.approx(15.0)
+    assert summary.mean_power_w == pytest.approx(15.0)
+    assert summary.energy_per_inference_j == pytest.approx(15.0 / 20)
+    assert summary.latency_p50_ms == pytest.approx(19.5)
+    assert summary.operating_points == ["MAXN", "MODE_50W"]
+    assert cli(["recording", str(path), "--plot", str(tmp_path / "r.png"), "--power-plot", str(tmp_path / "p.png")]) == 0
+    out = capsys.readouterr().out
+    assert "energy/inference 750.00 mJ" in out and "SIMULATION" in out
+    assert (tmp_path / "r.png").stat().st_size > 1000 and (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_bad_recordings_name_the_problem(tmp_path):
+    junk = tmp_path / "junk.mcap"
+    junk.write_bytes(b"not an mcap file at all")
+    with pytest.raises(RecordingError, match="not a readable MCAP"):
+        read_recording(junk)
+    with pytest.raises(RecordingError, match="not found"):
+        read_recording(tmp_path / "missing.mcap")
+    empty = tmp_path / "empty.mcap"
+    FoxgloveSink(serve=False, mcap_path=empty).close()
+    with pytest.raises(RecordingError, match="holds none of the suite's topics"):
+        read_recording(empty)
