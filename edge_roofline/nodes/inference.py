@@ -12,7 +12,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline import topics
 from edge_roofline.backends.base import BackendError
@@ -23,6 +23,7 @@ from edge_roofline.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.runtime import create_platform_or_degraded
 from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline
+from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
     "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
@@ -47,6 +48,7 @@ PARAMETERS = {
     "profile_every_frames": (300, "a profiled run every N frames (0: off)"),
     "profile_every_s": (10.0, "a profiled run every T seconds (0: off)"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
+    "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
 }
 SWITCHABLE = {"model", "backend", "precision"}
 
@@ -67,6 +69,7 @@ class InferenceNode(Node):
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
         self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
+        self.chart_pub = self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1) if p["publish_chart"] else None
         if p["tensor_topic"]:
             self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
         else:
@@ -161,6 +164,16 @@ class InferenceNode(Node):
                     result.report, self.get_clock().now().to_msg(), model_id=result.model_id,
                     backend=result.backend, device=self.device_name, simulated=result.simulated, point=point,
                     sample_count=self.pipeline.config.profile_runs))
+                if self.chart_pub is not None:
+                    # Rendering takes ~0.1-0.3 s: off the serving thread.
+                    threading.Thread(target=self._publish_chart, args=(result.report, result.model_id),
+                                     daemon=True).start()
+
+    def _publish_chart(self, report, model_id: str) -> None:
+        sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""
+        msg = CompressedImage(format="png", data=roofline_png(report, f"{model_id} on {self.device_name}{sim}"))
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.chart_pub.publish(msg)
 
     def destroy_node(self) -> None:
         self._running = False
