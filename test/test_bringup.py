@@ -28,6 +28,8 @@ def test_launch_file_starts_the_bringup_node_list():
                 and node.module == "edge_roofline.bringup" for alias in node.names}
     assert "NODES" in imported, "the launch file must take its node list from edge_roofline.bringup"
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
+    default = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).endswith(".yaml"))
+    assert (REPO / "config" / default.value).is_file(), f"launch default {default.value} is not shipped"
 
 
 @pytest.mark.parametrize("spec", NODES + tuple(type(NODES[0])(e, e) for e in EXTRAS), ids=lambda s: s.executable)
