@@ -37,6 +37,9 @@ class InferenceConfig:
     profile_every_frames: int = 300  # 0 disables frame-count triggering
     profile_every_s: float = 10.0  # 0 disables time triggering
     profile_runs: int = 1
+    # A profiled run costs extra (trace writing, parsing): the next one waits until that extra
+    # is at most this fraction of the inference time served since the last one.
+    profile_budget_fraction: float = 0.005
     backend_options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
@@ -47,6 +50,8 @@ class InferenceConfig:
             problems.append(f"queue_depth must be >= 1, got {self.queue_depth}")
         if self.profile_every_frames < 0 or self.profile_every_s < 0:
             problems.append("profile_every_frames and profile_every_s must be >= 0")
+        if not 0 < self.profile_budget_fraction <= 1:
+            problems.append(f"profile_budget_fraction must be in (0, 1], got {self.profile_budget_fraction}")
         if self.profile_runs < 1:
             problems.append(f"profile_runs must be >= 1, got {self.profile_runs}")
         if self.precision not in ("fp32", "fp16", "int8", "mixed"):
@@ -184,6 +189,8 @@ class InferencePipeline:
         self._cond = threading.Condition()
         self._frame_index = 0
         self._frames_since_profile = 0
+        self._latency_since_profile_s = 0.0
+        self._profile_extra_s = 0.0  # what the last profiled run cost beyond a normal run
         self._last_profile_s = self.clock.now_s()
         self._profile_requested = True  # a first report soon after start
         self.last_report: RooflineAnalysis | None = None
@@ -228,9 +235,12 @@ class InferencePipeline:
 
     def _profile_due(self, now_s: float) -> bool:
         cfg = self.config
-        return (self._profile_requested
-                or (cfg.profile_every_frames and self._frames_since_profile >= cfg.profile_every_frames)
-                or (cfg.profile_every_s and now_s - self._last_profile_s >= cfg.profile_every_s))
+        if self._profile_requested:
+            return True
+        triggered = ((cfg.profile_every_frames and self._frames_since_profile >= cfg.profile_every_frames)
+                     or (cfg.profile_every_s and now_s - self._last_profile_s >= cfg.profile_every_s))
+        within_budget = self._profile_extra_s <= cfg.profile_budget_fraction * self._latency_since_profile_s
+        return bool(triggered and within_budget)
 
     def process_next(self, timeout_s: float = 0.1) -> FrameResult | None:
         frame = self._take(timeout_s)
@@ -253,8 +263,9 @@ class InferencePipeline:
                 error = f"output(s) {', '.join(result.nonfinite_outputs)} hold NaN/Inf (frame {self._frame_index})"
             self.counters.processed += 1
             self._frames_since_profile += 1
+            self._latency_since_profile_s += latency_s
             if self._profile_due(post_start_s):
-                report = self._profile(loaded, feeds)
+                report = self._profile(loaded, feeds, latency_s)
             post_s = self.clock.now_s() - post_start_s
         except ImageError as exc:
             self.counters.rejected += 1
@@ -272,12 +283,14 @@ class InferencePipeline:
             counters=replace(self.counters), model_id=loaded.config.model, backend=loaded.backend.kind,
             simulated=loaded.backend.kind == "virtual", error=error, report=report)
 
-    def _profile(self, loaded: LoadedModel, feeds: dict[str, np.ndarray]) -> RooflineAnalysis | None:
+    def _profile(self, loaded: LoadedModel, feeds: dict[str, np.ndarray], run_s: float) -> RooflineAnalysis | None:
         self._profile_requested = False
         self._frames_since_profile = 0
-        self._last_profile_s = self.clock.now_s()
+        self._latency_since_profile_s = 0.0
+        start_s = self._last_profile_s = self.clock.now_s()
         try:
             profile = loaded.backend.profile(feeds, runs=loaded.config.profile_runs)
+            self._profile_extra_s = max(0.0, self.clock.now_s() - start_s - run_s)
             self.last_report = self.join_profile(loaded.cost, profile, self.ceilings())
         except (BackendError, CostModelError, ValueError) as exc:
             self.counters.errors += 1
