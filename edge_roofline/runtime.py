@@ -55,14 +55,21 @@ def virtual_nvpmodel_cmd(root: str | Path) -> tuple[str, ...]:
     return (str(Path(root) / "usr" / "bin" / "nvpmodel"),)
 
 
+def _import(module: str, name: str):
+    import importlib
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:  # a backend missing from this install is a platform that can't start
+        raise PlatformInitError(f"{name} is not available in this install ({exc})") from exc
+
+
 def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nvpmodel") -> Platform:
     kind, _, arg = spec.partition(":")
     if kind == "jetson":
-        from edge_roofline.platforms.jetson.platform import JetsonPlatform
-        return JetsonPlatform(root=sysfs_root, nvpmodel_cmd=(nvpmodel_cmd,), device_key=arg or None)
+        jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
+        return jetson(root=sysfs_root, nvpmodel_cmd=(nvpmodel_cmd,), device_key=arg or None)
     if kind == "nvml":
-        from edge_roofline.platforms.nvml import NvmlPlatform
-        return NvmlPlatform(index=int(arg or 0))
+        return _import("edge_roofline.platforms.nvml", "NvmlPlatform")(index=int(arg or 0))
     if kind == "cpu":
         from edge_roofline.platforms.cpu import CpuPlatform
         return CpuPlatform(root=sysfs_root)
@@ -75,8 +82,8 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
                 f"virtual:{arg} needs the root of a live virtual Jetson: start one with "
                 f"`edge-roofline virtual-jetson --device {arg} --root DIR` and set sysfs_root to DIR "
                 f"(`edge-roofline up` does both)")
-        from edge_roofline.platforms.jetson.platform import JetsonPlatform
-        inner = JetsonPlatform(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
+        jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
+        inner = jetson(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
         return SimulationLabelled(inner, arg)
     if kind == "auto":
         problems = []
