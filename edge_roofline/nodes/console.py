@@ -7,13 +7,11 @@ import collections
 import sys
 
 import numpy as np
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from edge_roofline import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry, RooflineReport
+from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render
 
 PARAMETERS = {
@@ -26,9 +24,7 @@ PARAMETERS = {
 class Console(Node):
     def __init__(self, out=sys.stdout) -> None:
         super().__init__("console")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        p = declare_parameters(self, PARAMETERS)
         self.out, self.top_layers = out, p["top_layers"]
         self.latencies_ms = collections.deque(maxlen=p["window_frames"])
         self.stamps_s = collections.deque(maxlen=p["window_frames"])
@@ -71,16 +67,7 @@ class Console(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv)
-    node = Console()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(Console, argv)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from edge_roofline import topics
+from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros_schema import message_class
 from edge_roofline.viz.foxglove_sink import FoxgloveSink
 
@@ -28,9 +26,7 @@ PARAMETERS = {
 class FoxgloveBridge(Node):
     def __init__(self) -> None:
         super().__init__("foxglove_bridge")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        p = declare_parameters(self, PARAMETERS)
         unknown = [t for t in p["topics"] if t not in topics.TYPES]
         if unknown:
             raise ValueError(f"foxglove_bridge: no known type for topics {unknown}; known: {list(topics.TYPES)}")
@@ -53,16 +49,7 @@ class FoxgloveBridge(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv)
-    node = FoxgloveBridge()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(FoxgloveBridge, argv)
 
 
 if __name__ == "__main__":

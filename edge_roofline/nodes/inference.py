@@ -7,9 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
@@ -19,6 +17,7 @@ from edge_roofline.backends.base import BackendError
 from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
+from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.runtime import create_platform_or_degraded
@@ -56,9 +55,7 @@ SWITCHABLE = {"model", "backend", "precision"}
 class InferenceNode(Node):
     def __init__(self) -> None:
         super().__init__("inference")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = self._params()
+        p = declare_parameters(self, PARAMETERS)
         self.platform = None
         if p["platform"]:
             self.platform, problem = create_platform_or_degraded(p["platform"], sysfs_root=p["sysfs_root"])
@@ -184,21 +181,7 @@ class InferenceNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv)
-    try:
-        node = InferenceNode()
-    except (ValueError, OSError, BackendError, CostModelError) as exc:  # bad parameters or model: say so and exit non-zero, no traceback loop
-        print(f"inference: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(InferenceNode, argv, startup_errors=(ValueError, OSError, BackendError, CostModelError))
 
 
 if __name__ == "__main__":

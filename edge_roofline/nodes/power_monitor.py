@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from edge_roofline import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.nodes import convert
+from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.runtime import create_platform_or_degraded
 from edge_roofline.srv import GetPowerMode, SetPowerMode
 from edge_roofline.telemetry import diagnostics, modes
@@ -36,9 +34,7 @@ PARAMETERS = {
 class PowerMonitor(Node):
     def __init__(self) -> None:
         super().__init__("power_monitor")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        p = declare_parameters(self, PARAMETERS)
         self.platform, problem = create_platform_or_degraded(
             p["platform"], sysfs_root=p["sysfs_root"], nvpmodel_cmd=p["nvpmodel_cmd"])
         if problem:
@@ -105,16 +101,7 @@ class PowerMonitor(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv)
-    node = PowerMonitor()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(PowerMonitor, argv)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import sys
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 
+from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.synthetic import frame
 
 PARAMETERS = {
@@ -27,9 +25,7 @@ PARAMETERS = {
 class SyntheticCamera(Node):
     def __init__(self) -> None:
         super().__init__("synthetic_camera")
-        for name, (default, description) in PARAMETERS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+        p = declare_parameters(self, PARAMETERS)
         if p["rate_hz"] <= 0 or p["width"] <= 0 or p["height"] <= 0 or p["distinct_frames"] <= 0:
             raise ValueError("synthetic_camera: rate_hz, width, height and distinct_frames must be > 0")
         self.encoding, self.frame_id = p["encoding"], p["frame_id"]
@@ -50,16 +46,7 @@ class SyntheticCamera(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv)
-    node = SyntheticCamera()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(SyntheticCamera, argv)
 
 
 if __name__ == "__main__":
