@@ -1,8 +1,11 @@
-"""edge-roofline demo: the suite on a virtual AGX Orin with a synthetic camera, a live console
-summary and Foxglove on ws://127.0.0.1:8765."""
+"""edge-roofline demo: the suite on this machine: a synthetic camera, ONNX Runtime inference
+with live per-layer rooflines against this CPU's measured roofs, the power monitor (which says
+when the machine has no power sensor), a live console summary and Foxglove on
+ws://127.0.0.1:8765. (The virtual-AGX-Orin demo with the governor needs the virtual Jetson and
+governor issues, not landed yet.)"""
 
 NAME = "demo"
-HELP = "run the demo: virtual AGX Orin, synthetic camera, inference, power monitor, governor, console, Foxglove"
+HELP = "run the demo: synthetic camera, ORT inference with live rooflines, power monitor, console, Foxglove"
 DEMO_CONFIG = "demo_host_cpu.yaml"
 
 
