@@ -4,6 +4,7 @@ edge_roofline.serving; this node wires it to topics and parameters."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import sys
 import threading
 
@@ -46,6 +47,7 @@ PARAMETERS = {
     "queue_depth": (2, "frames queued before the oldest is dropped"),
     "profile_every_frames": (300, "a profiled run every N frames (0: off)"),
     "profile_every_s": (10.0, "a profiled run every T seconds (0: off)"),
+    "profile_budget_fraction": (0.005, "a profiled run waits until its extra cost is this fraction of inference time served"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
 }
@@ -72,6 +74,7 @@ class InferenceNode(Node):
         else:
             self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
         self.add_on_set_parameters_callback(self.on_parameters)
+        self._chart_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._running = True
         self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
         self._worker.start()
@@ -90,7 +93,8 @@ class InferenceNode(Node):
         config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
                                  input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
                                  profile_every_frames=p["profile_every_frames"],
-                                 profile_every_s=p["profile_every_s"], backend_options=options)
+                                 profile_every_s=p["profile_every_s"],
+                                 profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
         config.validate()
         return config
 
@@ -163,8 +167,7 @@ class InferenceNode(Node):
                     sample_count=self.pipeline.config.profile_runs))
                 if self.chart_pub is not None:
                     # Rendering takes ~0.1-0.3 s: off the serving thread.
-                    threading.Thread(target=self._publish_chart, args=(result.report, result.model_id),
-                                     daemon=True).start()
+                    self._chart_pool.submit(self._publish_chart, result.report, result.model_id)
 
     def _publish_chart(self, report, model_id: str) -> None:
         sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""
@@ -175,7 +178,9 @@ class InferenceNode(Node):
     def destroy_node(self) -> None:
         self._running = False
         self.pipeline.wake()
-        self._worker.join(timeout=2.0)
+        self._worker.join()  # ends after the frame in hand
+        # No thread may touch the node or the model once they are gone (a C++ terminate otherwise).
+        self._chart_pool.shutdown(wait=True, cancel_futures=True)
         self.pipeline.close()
         super().destroy_node()
 

@@ -1,0 +1,99 @@
+"""`edge-roofline up` starts the suite with a parameter file; a real WebSocket client speaking
+the Foxglove protocol subscribes and receives roofline and power messages; Ctrl-C stops every
+node cleanly."""
+
+import asyncio
+import json
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import yaml
+from rclpy.serialization import deserialize_message
+
+from edge_roofline import topics
+from edge_roofline.paths import config_file
+from edge_roofline.ros_schema import message_class
+
+# foxglove-sdk servers speak "foxglove.sdk.v1"; older ones (ROS foxglove_bridge) "foxglove.websocket.v1".
+SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def receive(port: int, wanted: set[str], timeout_s: float) -> dict[str, bytes]:
+    import websockets
+    deadline = time.monotonic() + timeout_s
+    while True:  # the server comes up a moment after the process starts
+        try:
+            ws = await websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=SUBPROTOCOLS)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    got, channels, subscribed = {}, {}, {}
+    async with ws:
+        assert ws.subprotocol in SUBPROTOCOLS
+        while time.monotonic() < deadline and set(got) != wanted:
+            try:
+                frame = await asyncio.wait_for(ws.recv(), timeout=1.0)
+            except asyncio.TimeoutError:
+                continue
+            if isinstance(frame, str):
+                msg = json.loads(frame)
+                if msg.get("op") == "advertise":
+                    new = []
+                    for ch in msg["channels"]:
+                        topic = ch["topic"].lstrip("/")
+                        if topic in wanted and ch["id"] not in channels:
+                            channels[ch["id"]] = ch
+                            sub_id = len(subscribed) + 1
+                            subscribed[sub_id] = ch
+                            new.append({"id": sub_id, "channelId": ch["id"]})
+                    if new:
+                        await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
+            elif frame[0] == 0x01:  # message data: opcode, subscription id, timestamp, payload
+                sub_id, = struct.unpack_from("<I", frame, 1)
+                ch = subscribed[sub_id]
+                got.setdefault(ch["topic"].lstrip("/"), (ch, frame[13:]))
+    return got
+
+
+def decode(channel: dict, payload: bytes):
+    assert channel["encoding"] == "cdr" and "MSG: " in channel["schema"]  # ros2msg with its dependencies
+    return deserialize_message(payload, message_class(channel["schemaName"]))
+
+
+def test_up_serves_foxglove_and_stops_cleanly(ros_env, tmp_path):
+    params = yaml.safe_load(config_file("demo_host_cpu.yaml").read_text())
+    port = free_port()
+    params["foxglove_bridge"]["ros__parameters"]["port"] = port
+    params["inference"]["ros__parameters"].update(model="zoo:tiny_cnn", profile_every_s=1.0, profile_budget_fraction=1.0)
+    params["synthetic_camera"]["ros__parameters"].update(width=128, height=96)
+    cfg = tmp_path / "params.yaml"
+    cfg.write_text(yaml.safe_dump(params))
+    up = subprocess.Popen([sys.executable, "-m", "edge_roofline.cli", "up", "--config", str(cfg),
+                           "--with", "synthetic_camera,foxglove_bridge", "--log-dir", str(tmp_path / "logs")],
+                          env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wanted = {topics.ROOFLINE_REPORT, topics.POWER_TELEMETRY}
+        got = asyncio.run(receive(port, wanted, timeout_s=60))
+    finally:
+        up.send_signal(signal.SIGINT)
+        out, _ = up.communicate(timeout=60)
+    assert set(got) == wanted, out
+    report = decode(*got[topics.ROOFLINE_REPORT])
+    power = decode(*got[topics.POWER_TELEMETRY])
+    assert report.model_id == "zoo:tiny_cnn" and len(report.layers) > 5
+    assert power.source == "cpu (no power sensor)"
+    assert up.returncode == 0, out
+    stopped = next(line for line in out.splitlines() if line.startswith("stopped:"))
+    assert all(part.endswith("=0") for part in stopped[len("stopped: "):].split(", ")), stopped
