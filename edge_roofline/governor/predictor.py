@@ -1,0 +1,273 @@
+"""Latency and energy per inference of a model at every candidate operating point, predicted
+from the model's per-layer roofline and calibrated online from what the device shows.
+
+Structure (what the roofline knows):
+
+- Latency per inference ``T(p) = th_c * C(p) + th_m * M(p) + th_o * O(p) + th_0``. At the
+  clocks of point ``p``, ``C`` sums the roofline compute time of the layers that are
+  compute-bound there (it scales with GPU clock x active TPCs), ``M`` the memory time of the
+  memory-bound ones (EMC clock for DRAM traffic) and ``O`` the per-layer launch overheads
+  (CPU clock). The ``th`` say how far from the roofline this device and runtime really are; a
+  real GPU reaches a fraction of peak, so the prior centres them above 1.
+- Energy per inference at input rate ``r``:
+  ``E = idle(p) / r + T * busy(p) + switching(p)`` with ``idle = s0 + s_e.emc + s_c.cpu``
+  (static power and clock trees at the caps, paid all the time), ``busy`` the extra power while
+  the model runs (GPU, EMC, CPU activity) and ``switching`` the per-inference FLOP and byte
+  energy. Dynamic power goes as ``f * V(f)^2``; ``V(f)`` is a generic linear DVFS curve
+  normalised to the table top, since the real one is not visible. Race-to-idle versus slow-and-
+  steady falls out of the ``idle / r`` term: at a low input rate a slow point wastes less idle.
+
+Both are linear in their coefficients, so calibration is Bayesian linear regression (a Kalman
+filter on constant coefficients with a forgetting step): a prior from the roofline, updated
+with every measured window, with a covariance that gives each prediction an uncertainty. A few
+observed points pin the coefficients on a device never seen before.
+
+Only device-visible quantities enter: measured latency and energy, clocks, the model's roofline
+analysis and the device catalogue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.ceilings import spec_ceilings
+from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.roofline.model import RooflineAnalysis
+
+from .points import EffectiveClocks, effective_clocks
+
+# DVFS: voltage at the lowest clock as a fraction of the voltage at the top of the table.
+# Jetson rails run roughly 0.6-1.0 V across their DVFS range.
+_V_MIN_FRACTION = 0.6
+# Relative error the linear models keep even at a perfectly measured point (structure error);
+# stops one point from making the fit overconfident elsewhere.
+_LATENCY_MODEL_REL_ERR = 0.03
+_ENERGY_MODEL_REL_ERR = 0.03
+
+
+@dataclass(frozen=True)
+class PointFeatures:
+    """What the roofline says about one model at one point, in the units the fits use."""
+
+    compute_s: float  # roofline compute time of the compute-bound layers
+    memory_s: float  # roofline memory time of the memory-bound layers
+    overhead_s: float  # per-layer launch overheads at this CPU clock
+    gpu_dyn: float  # f/f_max * (V/V_max)^2 of the GPU, x active TPC fraction
+    emc_dyn: float  # f/f_max of the EMC
+    cpu_dyn: float  # cores/cores_max * f/f_max * (V/V_max)^2 of the CPU
+    flop_energy: float  # total GFLOPs * GPU (V/V_max)^2: switching energy shape
+    byte_energy: float  # total GB * EMC (V/V_max)^2
+
+    def latency_vector(self) -> np.ndarray:
+        return np.array([self.compute_s, self.memory_s, self.overhead_s, 1.0])
+
+    def energy_vector(self, latency_s: float, input_rate_hz: float) -> np.ndarray:
+        period_s = 1.0 / input_rate_hz
+        return np.array([period_s, period_s * self.emc_dyn, period_s * self.cpu_dyn,
+                         latency_s * self.gpu_dyn, latency_s * self.emc_dyn, latency_s * self.cpu_dyn,
+                         self.flop_energy, self.byte_energy])
+
+
+def _v_fraction(freq_hz: float, top_hz: float) -> float:
+    return _V_MIN_FRACTION + (1.0 - _V_MIN_FRACTION) * min(1.0, freq_hz / top_hz)
+
+
+class RooflineWorkload:
+    """A model's roofline analysis (at any one operating point) moved to every other point:
+    each layer's compute time scales with the engine's peak, its memory time with the bandwidth
+    of the level that bounds it, its overhead with the CPU clock. Features are cached per
+    distinct set of clocks."""
+
+    def __init__(self, analysis: RooflineAnalysis, device: DeviceSpec) -> None:
+        self.analysis = analysis
+        self.device = device
+        self.name = analysis.model
+        self._cache: dict[EffectiveClocks, PointFeatures] = {}
+
+    def features(self, point: OperatingPoint) -> PointFeatures:
+        clocks = effective_clocks(self.device, point)
+        if clocks not in self._cache:
+            self._cache[clocks] = self._compute(clocks)
+        return self._cache[clocks]
+
+    def _compute(self, clocks: EffectiveClocks) -> PointFeatures:
+        d, a = self.device, self.analysis
+        ref = a.ceilings
+        here = spec_ceilings(d, ref.precision, engine=ref.engine, gpu_freq_hz=clocks.gpu_freq_hz,
+                             emc_freq_hz=clocks.emc_freq_hz, tpc_pg_mask=clocks.tpc_pg_mask,
+                             cpu_freq_hz=clocks.cpu_freq_hz, cpu_cores=clocks.cpu_online_cores)
+        # flops / peak and bytes / bandwidth: a layer's time here is its time in the analysis
+        # times the ratio of ceilings (spec or measured ones alike).
+        compute_scale = ref.peak_flops / here.peak_flops
+        overhead_scale = d.cpu_max_freq_hz / clocks.cpu_freq_hz
+        compute_s = memory_s = overhead_s = 0.0
+        for layer in a.layers:
+            c = layer.compute_time_s * compute_scale
+            ref_bw = ref.bandwidth_bps(layer.memory_level) or ref.dram_bandwidth_bps
+            here_bw = here.bandwidth_bps(layer.memory_level) or here.dram_bandwidth_bps
+            m = layer.memory_time_s * ref_bw / here_bw
+            if c >= m:
+                compute_s += c
+            else:
+                memory_s += m
+            overhead_s += layer.overhead_time_s * overhead_scale
+        vg = _v_fraction(clocks.gpu_freq_hz, d.gpu_max_freq_hz)
+        ve = _v_fraction(clocks.emc_freq_hz, d.emc_max_freq_hz)
+        vc = _v_fraction(clocks.cpu_freq_hz, d.cpu_max_freq_hz)
+        tpcs = d.active_tpcs(clocks.tpc_pg_mask) / d.gpu_tpc_count
+        return PointFeatures(
+            compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s,
+            gpu_dyn=tpcs * clocks.gpu_freq_hz / d.gpu_max_freq_hz * vg ** 2,
+            emc_dyn=clocks.emc_freq_hz / d.emc_max_freq_hz,
+            cpu_dyn=clocks.cpu_online_cores / d.cpu_cores * clocks.cpu_freq_hz / d.cpu_max_freq_hz * vc ** 2,
+            flop_energy=a.total_flops / 1e9 * vg ** 2,
+            byte_energy=a.total_bytes / 1e9 * ve ** 2)
+
+
+class BayesLinear:
+    """Bayesian linear regression y = x . w + noise (a Kalman filter on constant w), with a
+    Gaussian prior and a forgetting step so coefficients can move when the workload changes."""
+
+    def __init__(self, prior_mean: Iterable[float], prior_std: Iterable[float]) -> None:
+        self.prior_mean = np.asarray(list(prior_mean), dtype=float)
+        self.prior_cov = np.diag(np.asarray(list(prior_std), dtype=float) ** 2)
+        self.mean = self.prior_mean.copy()
+        self.cov = self.prior_cov.copy()
+
+    def update(self, x: np.ndarray, y: float, noise_var: float) -> None:
+        s = float(x @ self.cov @ x) + noise_var
+        gain = self.cov @ x / s
+        self.mean = self.mean + gain * (y - float(x @ self.mean))
+        self.cov = self.cov - np.outer(gain, x @ self.cov)
+        self.cov = 0.5 * (self.cov + self.cov.T)  # keep it symmetric against round-off
+
+    def forget(self, fraction: float) -> None:
+        """Move the covariance ``fraction`` of the way back towards the prior: old evidence
+        counts less, the mean stays where the data put it."""
+        self.cov = (1.0 - fraction) * self.cov + fraction * self.prior_cov
+
+    def predict(self, x: np.ndarray) -> tuple[float, float]:
+        """Mean and variance of x . w."""
+        return float(x @ self.mean), float(max(x @ self.cov @ x, 0.0))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One measured window at one point (samples inside settle times already left out)."""
+
+    point: OperatingPoint
+    latency_s: float  # mean latency per inference in the window
+    energy_j: float  # energy per inference (average power / inference rate); NaN if unmeasured
+    input_rate_hz: float | None = None  # inferences per second; None: back to back
+    samples: int = 1
+    latency_var_s2: float = 0.0  # variance of single latencies in the window
+
+
+@dataclass(frozen=True)
+class Prediction:
+    point: OperatingPoint
+    latency_s: float  # mean latency per inference
+    latency_std_s: float  # uncertainty of that mean (model, not jitter)
+    power_w: float  # average power at the input rate
+    energy_per_inference_j: float  # idle time between inferences included
+    energy_std_j: float
+    input_rate_hz: float  # the rate the energy is for (capped by the point's throughput)
+
+
+class Predictor:
+    """Predicts latency and energy of one workload at any point; calibrated online.
+
+    ``update`` folds one measured window in, ``fit`` restarts from the prior and folds a set
+    in, ``predict`` answers for any point at ``input_rate_hz`` (the last rate seen, unless
+    given; back to back before any). The energy prior is scaled by the first energy measured, so
+    it fits any device size.
+    """
+
+    def __init__(self, workload: RooflineWorkload) -> None:
+        self.workload = workload
+        self.input_rate_hz: float | None = None
+        self.observations = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        # The default preset's roofline time sets the scale of the constant term's prior.
+        roof_s = float(self.workload.features(OperatingPoint("default")).latency_vector()[:3].sum())
+        # Real kernels reach a fraction of the roofline: coefficients ~ 1 / efficiency.
+        self.latency = BayesLinear(prior_mean=(2.0, 2.0, 1.0, 0.0),
+                                   prior_std=(2.0, 2.0, 1.0, max(2.0 * roof_s, 1e-4)))
+        self.energy: BayesLinear | None = None
+        self.observations = 0
+
+    def _init_energy(self, obs: Observation, f: PointFeatures) -> None:
+        rate = self._rate(obs.input_rate_hz, obs.latency_s)
+        power_w = max(obs.energy_j * rate, 1e-3)
+        # A typical Jetson budget as fractions of the first power seen; broad (std ~ mean) so
+        # that a few windows dominate. Switching terms start at zero (per GFLOP / per GB).
+        mean = np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0]) * power_w
+        std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02]) * power_w
+        self.energy = BayesLinear(mean, std)
+
+    @staticmethod
+    def _rate(input_rate_hz: float | None, latency_s: float) -> float:
+        top = 1.0 / max(latency_s, 1e-6)
+        return top if input_rate_hz is None else max(min(input_rate_hz, top), 1e-6)
+
+    def update(self, point: OperatingPoint, latency_s: float, energy_j: float = math.nan, *,
+               input_rate_hz: float | None = None, samples: int = 1,
+               latency_var_s2: float = 0.0) -> None:
+        """Fold in a measured window: mean latency and energy per inference at ``point``."""
+        self.observe(Observation(point, latency_s, energy_j, input_rate_hz, samples, latency_var_s2))
+
+    def observe(self, obs: Observation) -> None:
+        if obs.samples <= 0 or not (math.isfinite(obs.latency_s) and obs.latency_s > 0):
+            return
+        if obs.input_rate_hz is not None:
+            self.input_rate_hz = obs.input_rate_hz
+        f = self.workload.features(obs.point)
+        noise = obs.latency_var_s2 / obs.samples + (_LATENCY_MODEL_REL_ERR * obs.latency_s) ** 2
+        self.latency.update(f.latency_vector(), obs.latency_s, noise)
+        self.observations += 1
+        if math.isfinite(obs.energy_j) and obs.energy_j > 0:
+            if self.energy is None:
+                self._init_energy(obs, f)
+            x = f.energy_vector(obs.latency_s, self._rate(obs.input_rate_hz, obs.latency_s))
+            self.energy.update(x, obs.energy_j, (_ENERGY_MODEL_REL_ERR * obs.energy_j) ** 2)
+
+    def fit(self, observations: Iterable[Observation]) -> "Predictor":
+        """Restart from the prior and fold ``observations`` in (few-sample characterisation)."""
+        self._reset()
+        for obs in observations:
+            self.observe(obs)
+        return self
+
+    def forget(self, fraction: float) -> None:
+        """The workload changed: old evidence counts less (see ``BayesLinear.forget``)."""
+        self.latency.forget(fraction)
+        if self.energy is not None:
+            self.energy.forget(fraction)
+
+    def set_workload(self, workload: RooflineWorkload, forget_fraction: float = 0.5) -> None:
+        """A new model: coefficients describe the device and runtime, so they carry over as a
+        prior, with part of their certainty taken away."""
+        self.workload = workload
+        self.forget(forget_fraction)
+
+    def predict(self, point: OperatingPoint, input_rate_hz: float | None = None) -> Prediction:
+        f = self.workload.features(point)
+        t_mean, t_var = self.latency.predict(f.latency_vector())
+        t_mean = max(t_mean, 1e-6)
+        t_std = math.sqrt(t_var + (_LATENCY_MODEL_REL_ERR * t_mean) ** 2)
+        rate = self._rate(input_rate_hz if input_rate_hz is not None else self.input_rate_hz, t_mean)
+        if self.energy is None:
+            return Prediction(point, t_mean, t_std, math.nan, math.nan, math.inf, rate)
+        e_mean, e_var = self.energy.predict(f.energy_vector(t_mean, rate))
+        e_mean = max(e_mean, 1e-9)
+        # Energy uncertainty: the energy model's, plus the latency's through the busy terms.
+        busy_w = float(self.energy.mean[3:6] @ np.array([f.gpu_dyn, f.emc_dyn, f.cpu_dyn]))
+        e_std = math.sqrt(e_var + (_ENERGY_MODEL_REL_ERR * e_mean) ** 2 + (busy_w * t_std) ** 2)
+        return Prediction(point, t_mean, t_std, e_mean * rate, e_mean, e_std, rate)
