@@ -1,0 +1,239 @@
+"""The governor: measured latency and power in, an operating point out, safety first.
+
+Time is injected (``clock``; every ``observe_*`` and ``step`` call carries its own timestamp),
+so the same core runs on wall time on a robot and on simulated time in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_roofline.clock import Clock
+from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
+                                          RebootRequiredError)
+from edge_roofline.roofline.model import RooflineAnalysis
+
+from .config import MODES, ConfigError, GovernorConfig
+from .points import candidate_points, catalogue_device
+from .policy import choose, predicted_percentile_s
+from .predictor import Prediction, Predictor, RooflineWorkload
+from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
+
+
+@dataclass(frozen=True)
+class Decision:
+    point: OperatingPoint  # chosen (active: applied or in force; advise: recommended)
+    applied: bool  # a change was applied to the device in this step
+    reason: str
+    state: str  # disabled | waiting | holding | exploring | switching | advising | fallback
+    predicted_latency_s: float
+    predicted_energy_j: float
+    measured_latency_s: float  # the target percentile over the window (NaN: too few samples)
+    measured_energy_per_inference_j: float
+    violation_rate: float
+    fallback_active: bool
+
+
+class Governor:
+    def __init__(self, platform: Platform, config: GovernorConfig,
+                 model_analysis: RooflineAnalysis | None, clock: Clock) -> None:
+        self.platform = platform
+        self.config = config
+        self.clock = clock
+        self.device = catalogue_device(platform)
+        if self.device is None:
+            raise ConfigError(f"{platform.identity().model} is not in the device catalogue; the "
+                              f"governor's predictor needs its clock tables")
+        self.store = StateStore(config.state_path or None)
+        Governor.recover(platform, config.state_path or None)
+        self.found = platform.current_operating_point()
+        self.store.save(self.found)
+        self.safe_point = self.found
+        now = clock.now_s()
+        self.safety = SafetyMonitor(config.safety, now)
+        self.candidates = candidate_points(platform, config.points)
+        self.current = self.found
+        self.mode = config.mode
+        self.predictor: Predictor | None = None
+        self._latencies: deque[tuple[float, float]] = deque()  # (t, latency) at current point
+        self._power: deque[tuple[float, float]] = deque()  # (t, W) at current point
+        self._last_switch_s = now
+        self._last_calibration_s = now
+        self._explore_left = config.explore_budget
+        self._apply_failures: dict[str, int] = {}
+        self._jitter_ratio = 1.0
+        self.switches = 0
+        if model_analysis is not None:
+            self.set_model(model_analysis)
+
+    # ---- crash recovery ----------------------------------------------------------------
+    @staticmethod
+    def recover(platform: Platform, state_path) -> OperatingPoint | None:
+        """A state file left by a run that did not shut down: put its found point back."""
+        store = StateStore(state_path)
+        found = store.load()
+        if found is not None:
+            platform.apply(found)
+            store.clear()
+        return found
+
+    # ---- inputs ------------------------------------------------------------------------
+    def observe_inference(self, latency_s: float, timestamp_s: float) -> None:
+        if not plausible_latency(latency_s, self.config.safety):
+            self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s")
+            return
+        if timestamp_s >= self._last_switch_s + self.config.settle_s:
+            self._latencies.append((timestamp_s, float(latency_s)))
+
+    def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None) -> None:
+        if not plausible_power(power_w, self.config.safety):
+            self.safety.note_implausible(timestamp_s, f"power {power_w!r} W")
+            return
+        self.safety.note_power(timestamp_s, temperatures_c)
+        if timestamp_s >= self._last_switch_s + self.config.settle_s:
+            self._power.append((timestamp_s, float(power_w)))
+
+    # ---- commands ----------------------------------------------------------------------
+    def set_target(self, latency_ms: float, percentile: float) -> None:
+        self.config = self.config.with_target(latency_ms, percentile)
+        self._explore_left = self.config.explore_budget
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode = mode
+
+    def set_model(self, model_analysis: RooflineAnalysis) -> None:
+        workload = RooflineWorkload(model_analysis, self.device)
+        if self.predictor is None:
+            self.predictor = Predictor(workload)
+        else:
+            self.predictor.set_workload(workload)
+        self._explore_left = self.config.explore_budget
+        self._latencies.clear()
+        self._power.clear()
+
+    def shutdown(self) -> None:
+        """Put back the point found at start and clear the crash record."""
+        try:
+            self.platform.apply(self.found)
+        except (ApplyError, OperatingPointError):
+            self.platform.restore()
+        self.current = self.found
+        self.store.clear()
+
+    # ---- the loop ----------------------------------------------------------------------
+    def _window(self, now_s: float):
+        horizon = now_s - self.config.window_s
+        while self._latencies and self._latencies[0][0] < horizon:
+            self._latencies.popleft()
+        while self._power and self._power[0][0] < horizon:
+            self._power.popleft()
+        lat = np.array([v for _, v in self._latencies])
+        if len(lat) < self.config.min_window_samples:
+            return None
+        span_s = max(self._latencies[-1][0] - self._latencies[0][0], 1e-6)
+        rate_hz = (len(lat) - 1) / span_s
+        power_w = float(np.mean([v for _, v in self._power])) if self._power else math.nan
+        return lat, rate_hz, power_w
+
+    def _decision(self, point, applied, reason, state, pred: Prediction | None, window,
+                  fallback=False) -> Decision:
+        nan = math.nan
+        if window is None:
+            meas = energy = nan
+            viol = 0.0
+        else:
+            lat, rate_hz, power_w = window
+            meas = float(np.percentile(lat, self.config.percentile))
+            energy = power_w / rate_hz if rate_hz > 0 else nan
+            viol = float(np.mean(lat > self.config.target_latency_s))
+        return Decision(point, applied, reason, state,
+                        pred.latency_s if pred else nan, pred.energy_per_inference_j if pred else nan,
+                        meas, energy, viol, fallback)
+
+    def _apply(self, point: OperatingPoint, now_s: float) -> str:
+        """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
+        try:
+            self.platform.apply(point)
+        except (ApplyError, OperatingPointError) as exc:
+            fails = self._apply_failures.get(point.name, 0) + 1
+            if isinstance(exc, RebootRequiredError):
+                fails = self.config.safety.apply_failures_before_disable
+            self._apply_failures[point.name] = fails
+            self.safety.note_apply_failure(now_s, f"{point.name}: {exc}")
+            return f"{type(exc).__name__}: {exc}"
+        self.current = point
+        self.safety.note_switch(now_s)
+        self._last_switch_s = now_s
+        self._latencies.clear()
+        self._power.clear()
+        self.switches += 1
+        return ""
+
+    def step(self, now_s: float) -> Decision:
+        window = self._window(now_s)
+        if self.mode == "off":
+            return self._decision(self.current, False, "mode off", "disabled", None, window)
+        verdict = self.safety.verdict(now_s)
+        if not verdict.ok:
+            applied = False
+            reason = verdict.reason
+            if self.mode == "active" and self.current != self.safe_point:
+                error = self._apply(self.safe_point, now_s)
+                applied = not error
+                reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
+            return self._decision(self.safe_point, applied, reason, "fallback", None, window, True)
+        if self.predictor is None:
+            return self._decision(self.current, False, "waiting for a roofline analysis", "waiting", None, window)
+        self._calibrate(now_s, window)
+        rate = window[1] if window else None
+        preds = [self.predictor.predict(p, rate) for p in self.candidates
+                 if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable]
+        current = self.predictor.predict(self.current, rate)
+        limit_s = self.config.target_latency_s * (1.0 - self.config.margin)
+        violation = None
+        if window is not None:
+            meas = float(np.percentile(window[0], self.config.percentile))
+            if meas > self.config.target_latency_s:
+                violation = meas / limit_s
+        if self.predictor.energy is None:
+            return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current, window)
+        dwell_over = now_s - self._last_switch_s >= self.config.dwell_s
+        if violation is None and not dwell_over:
+            return self._decision(self.current, False, "dwelling", "holding", current, window)
+        choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
+                        violation_scale=violation, hysteresis=self.config.hysteresis,
+                        explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std)
+        target = choice.prediction.point
+        if target == self.current:
+            return self._decision(target, False, choice.reason, "holding", choice.prediction, window)
+        if self.mode == "advise":
+            return self._decision(target, False, choice.reason, "advising", choice.prediction, window)
+        if not self.safety.may_switch(now_s):
+            return self._decision(self.current, False, "rate limit: change deferred", "holding", current, window)
+        error = self._apply(target, now_s)
+        if error:
+            return self._decision(self.current, False, f"apply failed: {error}", "holding", current, window)
+        if choice.exploring:
+            self._explore_left -= 1
+        return self._decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
+                              choice.prediction, window)
+
+    def _calibrate(self, now_s: float, window) -> None:
+        if window is None or now_s - self._last_calibration_s < self.config.calibration_interval_s:
+            return
+        self._last_calibration_s = now_s
+        lat, rate_hz, power_w = window
+        mean = float(lat.mean())
+        self._jitter_ratio = max(1.0, float(np.percentile(lat, self.config.percentile)) / mean)
+        before = self.predictor.predict(self.current, rate_hz).latency_s
+        if self.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
+            self.predictor.forget(0.5)
+            self._explore_left = self.config.explore_budget
+        self.predictor.update(self.current, mean, power_w / rate_hz if rate_hz > 0 else math.nan,
+                              input_rate_hz=rate_hz, samples=len(lat), latency_var_s2=float(lat.var()))

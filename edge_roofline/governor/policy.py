@@ -1,0 +1,51 @@
+"""Which point to run: the lowest predicted energy per inference whose predicted latency
+percentile meets the target with margin, with measured-percentile feedback, hysteresis and a
+bounded amount of exploration of uncertain points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .predictor import Prediction
+
+
+@dataclass(frozen=True)
+class Choice:
+    prediction: Prediction
+    reason: str
+    exploring: bool = False
+
+
+def predicted_percentile_s(p: Prediction, jitter_ratio: float) -> float:
+    """Percentile latency: the mean one standard deviation pessimistic, times the measured
+    percentile-to-mean ratio."""
+    return (p.latency_s + p.latency_std_s) * jitter_ratio
+
+
+def choose(predictions: list[Prediction], current: Prediction, *, limit_s: float,
+           jitter_ratio: float, violation_scale: float | None, hysteresis: float,
+           explore: bool, explore_min_rel_std: float) -> Choice:
+    """``limit_s`` = target x (1 - margin). ``violation_scale``: measured percentile over the
+    target; only points predicted faster than the current one by that factor qualify."""
+    pool = predictions
+    if violation_scale is not None:
+        pool = [p for p in predictions if p.latency_s <= current.latency_s / violation_scale] or \
+            [min(predictions, key=lambda p: p.latency_s)]
+    feasible = [p for p in pool if predicted_percentile_s(p, jitter_ratio) <= limit_s]
+    if not feasible:
+        fastest = min(pool, key=lambda p: p.latency_s)
+        return Choice(fastest, "no point is predicted to meet the target: fastest point")
+    best = min(feasible, key=lambda p: p.energy_per_inference_j)
+    if explore:
+        uncertain = [p for p in feasible if p.energy_std_j > explore_min_rel_std * p.energy_per_inference_j
+                     and p.energy_per_inference_j - p.energy_std_j < best.energy_per_inference_j]
+        if uncertain:
+            pick = min(uncertain, key=lambda p: p.energy_per_inference_j - p.energy_std_j)
+            if pick.point != current.point:
+                return Choice(pick, "exploring an uncertain point that may save energy", True)
+    if violation_scale is not None:
+        return Choice(best, f"measured percentile {violation_scale:.2f} x target: faster point")
+    cur_ok = predicted_percentile_s(current, jitter_ratio) <= limit_s
+    if cur_ok and best.energy_per_inference_j > current.energy_per_inference_j * (1.0 - hysteresis):
+        return Choice(current, "holding: no point saves enough energy")
+    return Choice(best, "lowest predicted energy meeting the target")
