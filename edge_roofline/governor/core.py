@@ -19,7 +19,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import MODES, ConfigError, GovernorConfig
 from .points import candidate_points, catalogue_device
-from .policy import choose, predicted_percentile_s
+from .policy import choose
 from .predictor import Prediction, Predictor, RooflineWorkload
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
 
@@ -66,6 +66,7 @@ class Governor:
         self._explore_left = config.explore_budget
         self._apply_failures: dict[str, int] = {}
         self._jitter_ratio = 1.0
+        self._calibrated_rate_hz: float | None = None
         self.switches = 0
         if model_analysis is not None:
             self.set_model(model_analysis)
@@ -235,5 +236,9 @@ class Governor:
         if self.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
             self.predictor.forget(0.5)
             self._explore_left = self.config.explore_budget
+        last_rate = self._calibrated_rate_hz
+        if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
+            self._explore_left = self.config.explore_budget  # energy ranking moves with the rate
+        self._calibrated_rate_hz = rate_hz
         self.predictor.update(self.current, mean, power_w / rate_hz if rate_hz > 0 else math.nan,
                               input_rate_hz=rate_hz, samples=len(lat), latency_var_s2=float(lat.var()))

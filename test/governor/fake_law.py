@@ -4,8 +4,8 @@ the product's virtual physics), and a loop that drives a Governor on simulated t
 import math
 import random
 
-from edge_roofline.platforms.base import ApplyError, DeviceIdentity, Platform, TelemetrySample
-from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.platforms.base import (ApplyError, DeviceIdentity, OperatingPoint, Platform,
+                                          TelemetrySample)
 from edge_roofline.roofline.devices import get_device
 
 DEVICE = get_device("agx_orin_64gb")

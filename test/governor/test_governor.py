@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-import pytest
 
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
