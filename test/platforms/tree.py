@@ -1,0 +1,81 @@
+"""Writes a small AGX Orin 64GB sysfs/procfs tree (the real layout) for platform tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
+from edge_roofline.roofline.devices import get_device
+
+# (i2c device, hwmon index, channel, label, mV, mA); indices differ per device as on a board.
+AGX_ORIN_RAIL_READINGS = (
+    ("1-0040", 3, 1, "VDD_GPU_SOC", 5000, 478),
+    ("1-0040", 3, 2, "VDD_CPU_CV", 5000, 159),
+    ("1-0040", 3, 3, "VIN_SYS_5V0", 5000, 704),
+    ("1-0041", 4, 1, "NC", 0, 0),
+    ("1-0041", 4, 2, "VDDQ_VDD2_1V8AO", 5000, 60),
+    ("1-0041", 4, 3, "NC", 0, 0),
+)
+THERMAL_ZONES = (("cpu-thermal", 41437), ("gpu-thermal", 40500), ("cv0-thermal", -256000),
+                 ("tj-thermal", 41656))
+GPU_CUR_HZ = 612_000_000
+EMC_RATE_HZ = 3_199_000_000
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_agx_orin_tree(root: Path, key: str = "agx_orin_64gb") -> Path:
+    device, board = get_device(key), BOARDS[key]
+    dt = root / "proc/device-tree"
+    write(dt / "model", board.model + "\x00")
+    write(dt / "compatible", "\x00".join(compatible_strings(board)) + "\x00")
+    write(root / "proc/stat", "cpu  10 0 10 80 0 0 0 0\n" + "".join(
+        f"cpu{c} 100 0 100 800 0 0 0 0 0 0\n" for c in range(device.cpu_cores)))
+    khz = " ".join(str(int(f / 1e3)) for f in device.cpu_freqs_hz)
+    for core in range(device.cpu_cores):
+        cpu = root / "sys/devices/system/cpu" / f"cpu{core}"
+        if core:
+            write(cpu / "online", "1\n")
+        write(cpu / "cpufreq/scaling_available_frequencies", khz + "\n")
+        write(cpu / "cpufreq/scaling_cur_freq", "1728000\n")
+        write(cpu / "cpufreq/scaling_min_freq", str(int(device.cpu_freqs_hz[0] / 1e3)) + "\n")
+        write(cpu / "cpufreq/scaling_max_freq", "1728000\n")
+        write(cpu / "cpufreq/scaling_governor", "schedutil\n")
+    gpu_dev = root / "sys/devices/platform/bus@0/17000000.gpu"
+    devfreq = gpu_dev / "devfreq/17000000.gpu"
+    write(devfreq / "available_frequencies", " ".join(str(int(f)) for f in device.gpu_freqs_hz) + "\n")
+    write(devfreq / "cur_freq", f"{GPU_CUR_HZ}\n")
+    write(devfreq / "min_freq", f"{int(device.gpu_freqs_hz[0])}\n")
+    write(devfreq / "max_freq", f"{GPU_CUR_HZ}\n")
+    write(devfreq / "governor", "nvhost_podgov\n")
+    write(gpu_dev / "load", "250\n")
+    write(gpu_dev / "of_node/name", "gpu\x00")
+    (devfreq / "device").symlink_to(gpu_dev)
+    cls = root / "sys/class/devfreq"
+    cls.mkdir(parents=True, exist_ok=True)
+    (cls / "17000000.gpu").symlink_to(devfreq)
+    emc = root / "sys/kernel/debug/bpmp/debug/clk/emc"
+    write(emc / "rate", f"{EMC_RATE_HZ}\n")
+    write(emc / "min_rate", f"{int(device.emc_freqs_hz[0])}\n")
+    write(emc / "max_rate", f"{EMC_RATE_HZ}\n")
+    write(root / "sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "0\n")
+    write(root / "sys/kernel/actmon_avg_activity/mc_all", f"{25 * (EMC_RATE_HZ // 1000)}\n")
+    drv = root / "sys/bus/i2c/drivers/ina3221"
+    write(drv / "uevent", "DRIVER=ina3221\n")
+    for i2c_dev, index, ch, label, mv, ma in AGX_ORIN_RAIL_READINGS:
+        write(drv / i2c_dev / "name", "ina3221x\n")
+        hwmon = drv / i2c_dev / "hwmon" / f"hwmon{index}"
+        write(hwmon / f"in{ch}_label", label + "\n")
+        write(hwmon / f"in{ch}_input", f"{mv}\n")
+        write(hwmon / f"curr{ch}_input", f"{ma}\n")
+        write(hwmon / f"curr{ch}_max", "32760 ma\n")
+        write(hwmon / f"curr{ch}_crit", "32760 ma\n")
+    for n, (zone_type, millideg) in enumerate(THERMAL_ZONES):
+        zone = root / "sys/devices/virtual/thermal" / f"thermal_zone{n}"
+        write(zone / "type", zone_type + "\n")
+        write(zone / "temp", f"{millideg}\n")
+    return root
