@@ -121,3 +121,17 @@ def test_restart_after_crash_restores_found_point(tmp_path):
     board = LawPlatform(start=platform.current)
     Governor(board, gov.config, analysis(), SimClock(0.0))
     assert board.current == platform.found
+
+
+def test_reacts_fast_to_a_heavier_workload(tmp_path):
+    gov, platform, clock = make(tmp_path)
+    drive(gov, platform, clock, 40.0)
+    before = platform.current
+    platform.scale = 1.6  # the same model now takes 60 % longer everywhere
+    decisions = drive(gov, platform, clock, 10.0)
+    first = next(i for i, d in enumerate(decisions) if d.applied)
+    assert (first + 1) * 0.1 <= 1.5  # a violation skips the dwell time
+    assert law_latency_s(decisions[first].point, 1.6) < law_latency_s(before, 1.6)
+    assert law_latency_s(platform.current, 1.6) < 0.020
+    measured = [d.measured_latency_s for d in decisions[-50:] if not math.isnan(d.measured_latency_s)]
+    assert measured and max(measured) < 0.020
