@@ -79,3 +79,49 @@ def write_agx_orin_tree(root: Path, key: str = "agx_orin_64gb") -> Path:
         write(zone / "type", zone_type + "\n")
         write(zone / "temp", f"{millideg}\n")
     return root
+
+
+FAKE_NVPMODEL = r'''#!/usr/bin/env python3
+"""Minimal nvpmodel stand-in: -q, -p --verbose, -m N; a TPC mask change prompts for a reboot
+and fails on EOF; a file named HANG next to the status file makes it hang."""
+import sys, time
+from pathlib import Path
+STATE = Path(__file__).with_name("nvpmodel_status")
+MODES = {MODES}
+if STATE.with_name("HANG").exists():
+    time.sleep(60)
+mode = int(STATE.read_text()) if STATE.exists() else {DEFAULT}
+args = sys.argv[1:]
+if args[:1] == ["-q"]:
+    print("NVPM WARN: fan mode is not set!")
+    print(f"NV Power Mode: {{MODES[mode][0]}}")
+    print(mode)
+elif args[:1] == ["-p"]:
+    print(f"NVPM VERB: PM_CONFIG: DEFAULT={{MODES[{DEFAULT}][0]}}({DEFAULT})")
+    for i, (name, _) in sorted(MODES.items()):
+        print(f"NVPM VERB: POWER_MODEL: ID={{i}} NAME={{name}}")
+elif args[:1] == ["-m"] and int(args[1]) in MODES:
+    new = int(args[1])
+    if MODES[new][1] != MODES[mode][1]:
+        print(f"NVPM WARN: Reboot required for changing to this power mode: {{new}}")
+        print("NVPM WARN: DO YOU WANT TO REBOOT NOW? enter YES/yes to confirm:")
+        if not sys.stdin.readline():
+            print("NVPM ERROR: failed to read input")
+            sys.exit(1)
+    STATE.write_text(str(new))
+else:
+    print("NVPM ERROR: bad arguments " + " ".join(args))
+    sys.exit(1)
+'''
+
+
+def write_fake_nvpmodel(root: Path, key: str = "agx_orin_64gb") -> Path:
+    """``<root>/usr/bin/nvpmodel``; the mode lives in ``nvpmodel_status`` beside it."""
+    device = get_device(key)
+    modes = {p.mode_id: (p.name, p.tpc_pg_mask) for p in device.presets}
+    script = write(root / "usr/bin/nvpmodel",
+                   FAKE_NVPMODEL.replace("{MODES}", repr(modes))
+                   .replace("{DEFAULT}", str(device.default_mode_id))
+                   .replace("{{", "{").replace("}}", "}"))
+    script.chmod(0o755)
+    return script

@@ -1,0 +1,135 @@
+"""nvpmodel: query and switch power modes without ever answering its reboot prompt, and parse
+its configuration file.
+
+``-m N`` runs with stdin closed (EOF), so a mode that needs a reboot makes nvpmodel print its
+prompt and fail with ``NVPM ERROR`` instead of rebooting; a TPC_PG_MASK change is refused here
+before nvpmodel is even called. Every call has a timeout (4 s, as jetson-stats uses), because
+``nvpmodel -q`` has been seen to hang under full load.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edge_roofline.platforms.base import ApplyError, RebootRequiredError
+from edge_roofline.roofline.devices import Preset
+
+DEFAULT_TIMEOUT_S = 4.0
+_REBOOT_MARKERS = ("Reboot required", "DO YOU WANT TO REBOOT")
+_QUERY_NAME_RE = re.compile(r"NV Power Mode:\s*(\S+)")
+_VERBOSE_DEFAULT_RE = re.compile(r"PM_CONFIG:\s*DEFAULT=(\S+)\((\d+)\)")
+_VERBOSE_MODEL_RE = re.compile(r"POWER_MODEL:\s*ID=(\d+)\s+NAME=(\S+)")
+_SECTION_RE = re.compile(r"^<\s*(\w+)\s*(.*?)\s*>$")
+_ATTR_RE = re.compile(r"(\w+)=(\S+)")
+
+
+@dataclass(frozen=True)
+class ModeQuery:
+    mode_id: int
+    name: str
+
+
+@dataclass
+class ConfModel:
+    mode_id: int
+    name: str
+    settings: dict[tuple[str, str], int] = field(default_factory=dict)  # (PARAM, ARG) -> value
+
+
+@dataclass
+class NvpmodelConf:
+    default_id: int
+    models: dict[int, ConfModel]
+    params: dict[str, dict[str, str]]  # NAME -> section attributes (TYPE, ...) and paths
+
+
+def parse_conf(text: str) -> NvpmodelConf:
+    """``< PARAM ... >``, ``< POWER_MODEL ID= NAME= >`` with ``PARAM ARG VALUE`` lines, and the
+    mandatory ``< PM_CONFIG DEFAULT= >``. Raises ValueError on a conf without PM_CONFIG."""
+    default_id, models, params = None, {}, {}
+    current_model, current_param = None, None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        section = _SECTION_RE.match(line)
+        if section:
+            kind, attrs = section.group(1), dict(_ATTR_RE.findall(section.group(2)))
+            current_model = current_param = None
+            if kind == "POWER_MODEL":
+                current_model = ConfModel(int(attrs["ID"]), attrs.get("NAME", attrs["ID"]))
+                models[current_model.mode_id] = current_model
+            elif kind == "PM_CONFIG":
+                default_id = int(attrs["DEFAULT"])
+            elif kind.startswith("PARAM"):
+                current_param = params.setdefault(attrs.get("NAME", ""), dict(attrs))
+            continue
+        words = line.split()
+        if current_model is not None and len(words) == 3:
+            current_model.settings[(words[0], words[1])] = int(words[2])
+        elif current_param is not None and len(words) >= 2:
+            current_param[words[0]] = words[1]
+    if default_id is None:
+        raise ValueError("nvpmodel conf has no < PM_CONFIG DEFAULT=n > section")
+    return NvpmodelConf(default_id, models, params)
+
+
+def parse_query(output: str) -> ModeQuery:
+    """``NV Power Mode: NAME`` followed by the id line (warnings may precede it)."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for i, line in enumerate(lines):
+        match = _QUERY_NAME_RE.search(line)
+        if match and i + 1 < len(lines) and lines[i + 1].isdigit():
+            return ModeQuery(int(lines[i + 1]), match.group(1))
+    raise ApplyError(f"cannot parse `nvpmodel -q` output: {output!r}")
+
+
+def parse_verbose(output: str) -> tuple[int | None, dict[int, str]]:
+    """``-p --verbose``: (default id, {id: name})."""
+    default = _VERBOSE_DEFAULT_RE.search(output)
+    models = {int(i): name for i, name in _VERBOSE_MODEL_RE.findall(output)}
+    return (int(default.group(2)) if default else None), models
+
+
+class Nvpmodel:
+    def __init__(self, cmd: tuple[str, ...] = ("nvpmodel",), timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.cmd = tuple(cmd)
+        self.timeout_s = timeout_s
+
+    def _run(self, *args: str) -> str:
+        argv = [*self.cmd, *args]
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ApplyError(f"{' '.join(argv)} did not answer within {self.timeout_s} s") from exc
+        except OSError as exc:
+            raise ApplyError(f"cannot run {argv[0]}: {exc}; is nvpmodel installed "
+                             "(JetPack nvpmodel package)?") from exc
+        output = done.stdout + done.stderr
+        if any(marker in output for marker in _REBOOT_MARKERS):
+            raise RebootRequiredError(f"{' '.join(argv)} needs a reboot; not done at runtime")
+        if done.returncode != 0 or "NVPM ERROR" in output:
+            raise ApplyError(f"{' '.join(argv)} failed (exit {done.returncode}): {output.strip()}")
+        return output
+
+    def query(self) -> ModeQuery:
+        return parse_query(self._run("-q"))
+
+    def list_modes(self) -> tuple[int | None, dict[int, str]]:
+        return parse_verbose(self._run("-p", "--verbose"))
+
+    def set_mode(self, target: Preset, current: Preset) -> None:
+        """Switch live; a TPC power-gating change would need a reboot, so it is refused first."""
+        if target.tpc_pg_mask != current.tpc_pg_mask:
+            raise RebootRequiredError(
+                f"{current.name} -> {target.name} changes TPC_PG_MASK "
+                f"({current.tpc_pg_mask} -> {target.tpc_pg_mask}) and needs a reboot")
+        self._run("-m", str(target.mode_id))
+
+
+def read_conf(path: str | Path) -> NvpmodelConf:
+    return parse_conf(Path(path).read_text())
