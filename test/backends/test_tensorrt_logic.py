@@ -1,0 +1,55 @@
+"""TensorRT backend logic that needs no GPU, on fixtures built from the documented formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edge_roofline.backends.tensorrt_layers import (
+    LayerTimeAccumulator, engine_cache_key, parse_layer_information, parse_trtexec_profile,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NODES = ["conv1", "relu1", "conv2", "relu2", "pool", "fc"]
+
+
+def test_cache_key_changes_with_model_version_device_and_flags():
+    base = engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": True})
+    assert base == engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": True})
+    others = {engine_cache_key(b"model2", "10.3.0", "Orin", {"fp16": True}),
+              engine_cache_key(b"model", "8.6.1", "Orin", {"fp16": True}),
+              engine_cache_key(b"model", "10.3.0", "H200", {"fp16": True}),
+              engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": False})}
+    assert base not in others and len(others) == 4
+    assert "/" not in base and base.endswith("trt10.3.0")
+
+
+def test_inspector_layers_map_to_onnx_nodes_and_reformats_cover_none():
+    layers = parse_layer_information((FIXTURES / "trt_engine_info.json").read_text(), NODES, "fp16")
+    by_name = {l.name: l for l in layers}
+    assert by_name["Reformatting CopyNode for Input Tensor 0 to conv1 + relu1"].onnx_nodes == ()
+    assert by_name["conv1 + relu1"].onnx_nodes == ("conv1", "relu1")  # from Metadata
+    assert by_name["conv1 + relu1"].tactic == "sm80_xmma_fprop"
+    assert by_name["PWN(relu2)"].onnx_nodes == ("relu2",)
+    assert by_name["pool + fc"].onnx_nodes == ("pool", "fc")  # from the name
+    covered = [n for l in layers for n in l.onnx_nodes]
+    assert sorted(covered) == sorted(set(covered))  # each node once; conv2 was fused away
+
+
+def test_a_node_named_by_two_layers_goes_to_the_first():
+    layers = parse_layer_information({"Layers": ["conv1 + relu1", "relu1"]}, NODES)
+    assert [l.onnx_nodes for l in layers] == [("conv1", "relu1"), ()]
+
+
+def test_trtexec_profile_parse_and_profiler_accumulation():
+    times_s, count = parse_trtexec_profile((FIXTURES / "trtexec_profile.json").read_text())
+    assert count == 100
+    assert times_s["conv1 + relu1"] == pytest.approx(0.3e-3)
+    assert sum(times_s.values()) == pytest.approx(0.5e-3)
+    acc = LayerTimeAccumulator()
+    for ms in (1.0, 3.0):
+        acc.add("conv1 + relu1", ms)
+    assert acc.mean_times_s(runs=2) == {"conv1 + relu1": pytest.approx(2e-3)}
+    assert acc.reports == {"conv1 + relu1": 2}
