@@ -1,0 +1,182 @@
+"""JetsonPlatform: telemetry from sysfs readers, operating points as reboot-free nvpmodel
+presets plus devfreq/cpufreq caps inside the current preset's envelope."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from edge_roofline.clock import Clock
+from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
+                                          RebootRequiredError, TelemetrySample)
+from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
+from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
+from edge_roofline.platforms.jetson.files import read_text, under
+from edge_roofline.platforms.jetson.identify import identify
+from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
+from edge_roofline.roofline.devices import DeviceSpec, Preset, get_device
+
+log = logging.getLogger(__name__)
+SOURCE = "jetson-sysfs"
+_KHZ = 1e3
+
+
+def _envelope(table_hz: tuple[float, ...], cap_hz: float | None) -> tuple[float, ...]:
+    return tuple(f for f in table_hz if cap_hz is None or f <= cap_hz)
+
+
+def _spread(values: tuple[float, ...], steps: int) -> tuple[float, ...]:
+    """``steps`` entries evenly spaced over a sorted table, always including its top."""
+    if len(values) <= steps:
+        return values
+    return tuple(values[round(i * (len(values) - 1) / (steps - 1))] for i in range(steps))
+
+
+def grid_points(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_steps: int = 4,
+                emc_steps: int = 3, core_options: tuple[str, ...] = ("all", "half")) -> list[OperatingPoint]:
+    """Caps grid inside ``preset``: cores x CPU x GPU x EMC (96 points on AGX Orin)."""
+    cores = {"all": preset.cpu_online_cores, "half": max(1, preset.cpu_online_cores // 2)}
+    points = []
+    for option in core_options:
+        for c in _spread(_envelope(device.cpu_freqs_hz, preset.cpu_max_freq_hz), cpu_steps):
+            for g in _spread(_envelope(device.gpu_freqs_hz, preset.gpu_max_freq_hz), gpu_steps):
+                for e in _spread(_envelope(device.emc_freqs_hz, preset.emc_max_freq_hz), emc_steps):
+                    points.append(OperatingPoint(
+                        name=f"{preset.name}/c{cores[option]}@{c / 1e6:.0f}/g{g / 1e6:.0f}/e{e / 1e6:.0f}",
+                        nvpmodel_id=preset.mode_id, cpu_online_cores=cores[option],
+                        cpu_max_freq_hz=c, gpu_max_freq_hz=g, emc_max_freq_hz=e))
+    return points
+
+
+class JetsonPlatform(Platform):
+    def __init__(self, root: str | Path = "/", nvpmodel_cmd: tuple[str, ...] = ("nvpmodel",),
+                 device_key: str | None = None, writer: CapWriter | None = None,
+                 clock: Clock | None = None) -> None:
+        self.root = Path(root)
+        self.device = get_device(device_key or identify(self.root).catalogue_key)
+        self.nvpmodel = Nvpmodel(nvpmodel_cmd)
+        self.writer = writer or CapWriter()
+        self.clock = clock or Clock()
+        self._presets = {p.mode_id: p for p in self.device.presets}
+        self._cores = cpu.list_cores(self.root)
+        self._gpu = gpu.find_gpu(self.root)
+        self._rails = power.find_rails(self.root)
+        self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
+        self._last_stat = cpu.read_proc_stat(self.root)
+        self._preset = self._presets[self.nvpmodel.query().mode_id]
+        self._point = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
+        self.found_state = self._read_cap_files()
+
+    # -- cap files ---------------------------------------------------------------------------
+    def _cap_files(self) -> dict[str, Path]:
+        files = {}
+        for core in self._cores:
+            d = cpu.core_dir(self.root, core)
+            if (d / "online").exists():
+                files[f"cpu{core}/online"] = d / "online"
+            if (d / "cpufreq/scaling_max_freq").exists():
+                files[f"cpu{core}/max_khz"] = d / "cpufreq/scaling_max_freq"
+        if self._gpu:
+            files["gpu/max_hz"] = self._gpu.devfreq_dir / "max_freq"
+        if (self._emc_dir / "max_rate").exists():
+            files["emc/max_hz"] = self._emc_dir / "max_rate"
+        return files
+
+    def _read_cap_files(self) -> dict:
+        return {"nvpmodel_id": self._preset.mode_id,
+                "files": {str(p): read_text(p) for p in self._cap_files().values()}}
+
+    def save_found_state(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.found_state, indent=1))
+
+    def restore_from_state_file(self, path: str | Path) -> None:
+        """Put back a state saved by a process that may have crashed."""
+        self.found_state = json.loads(Path(path).read_text())
+        self.restore()
+
+    # -- Platform ----------------------------------------------------------------------------
+    def identity(self) -> DeviceIdentity:
+        return DeviceIdentity(kind="jetson", model=self.device.name, catalogue_key=self.device.key)
+
+    def _reachable_presets(self) -> list[Preset]:
+        return [p for p in self.device.presets if p.tpc_pg_mask == self._preset.tpc_pg_mask]
+
+    def operating_points(self) -> list[OperatingPoint]:
+        presets = [OperatingPoint(name=p.name, nvpmodel_id=p.mode_id) for p in self._reachable_presets()]
+        return presets + grid_points(self.device, self._preset)
+
+    def current_operating_point(self) -> OperatingPoint:
+        return self._point
+
+    def _validate(self, point: OperatingPoint) -> Preset:
+        preset = self._presets.get(point.nvpmodel_id if point.nvpmodel_id is not None else self._preset.mode_id)
+        if preset is None:
+            raise OperatingPointError(f"{point.name}: no nvpmodel mode {point.nvpmodel_id} on {self.device.name}")
+        if preset.tpc_pg_mask != self._preset.tpc_pg_mask:
+            raise RebootRequiredError(f"{point.name}: mode {preset.name} changes TPC_PG_MASK; needs a reboot")
+        checks = ((point.cpu_max_freq_hz, self.device.cpu_freqs_hz, preset.cpu_max_freq_hz, "CPU"),
+                  (point.gpu_max_freq_hz, self.device.gpu_freqs_hz, preset.gpu_max_freq_hz, "GPU"),
+                  (point.emc_max_freq_hz, self.device.emc_freqs_hz, preset.emc_max_freq_hz, "EMC"))
+        for value, table, ceiling, what in checks:
+            if value is None:
+                continue
+            check_in_table(value, table, f"{point.name}: {what} cap")
+            if ceiling is not None and value > ceiling:
+                raise OperatingPointError(f"{point.name}: {what} cap {value / 1e6:.1f} MHz above "
+                                          f"{preset.name}'s {ceiling / 1e6:.1f} MHz")
+        if point.cpu_online_cores is not None and not 1 <= point.cpu_online_cores <= preset.cpu_online_cores:
+            raise OperatingPointError(f"{point.name}: {point.cpu_online_cores} cores outside 1..{preset.cpu_online_cores}")
+        return preset
+
+    def apply(self, point: OperatingPoint) -> None:
+        preset = self._validate(point)
+        if preset.mode_id != self._preset.mode_id:
+            self.nvpmodel.set_mode(preset, self._preset)
+            self._preset = preset
+        if point.cpu_online_cores is not None:
+            for core in self._cores:
+                online = cpu.core_dir(self.root, core) / "online"
+                if core and online.exists():
+                    self.writer.write(online, "1" if core < point.cpu_online_cores else "0")
+        if point.cpu_max_freq_hz is not None:
+            for core in self._cores:
+                if cpu.read_core(self.root, core).online:
+                    self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
+                                      str(int(point.cpu_max_freq_hz / _KHZ)))
+        if point.gpu_max_freq_hz is not None and self._gpu:
+            self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(point.gpu_max_freq_hz)))
+        if point.emc_max_freq_hz is not None:
+            self.writer.write(self._emc_dir / "max_rate", str(int(point.emc_max_freq_hz)))
+        self._point = point
+
+    def sample(self) -> TelemetrySample:
+        rails, problems = power.read_rails(self._rails)
+        total, reason = power.total_power_w(rails, self.device.total_power_rails)
+        if reason or problems:
+            log.debug("degraded power sample: %s", "; ".join(filter(None, [reason, *problems])))
+        stat = cpu.read_proc_stat(self.root)
+        _, cpu_load = cpu.load_pct(self._last_stat, stat)
+        self._last_stat = stat
+        gpu_status = gpu.read_gpu(self._gpu) if self._gpu else None
+        emc_status = emc.read_emc(self.root)
+        return TelemetrySample(
+            timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
+            cpu_freq_hz=tuple(c.cur_freq_hz for c in cpu.read_cores(self.root) if c.online and c.cur_freq_hz),
+            gpu_freq_hz=gpu_status.cur_freq_hz if gpu_status else None,
+            gpu_load_pct=gpu_status.load_pct if gpu_status else None,
+            emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
+            temperatures_c=thermal.read_thermal(self.root), nvpmodel_mode=self._preset.name,
+            operating_point=self._point.name, source=SOURCE if reason is None else f"{SOURCE} ({reason})")
+
+    def restore(self) -> None:
+        """The mode and every cap file as found (cores online first, so their caps can be set)."""
+        found = self._presets[self.found_state["nvpmodel_id"]]
+        if found.mode_id != self._preset.mode_id:
+            self.nvpmodel.set_mode(found, self._preset)
+            self._preset = found
+        files = sorted(self.found_state["files"].items(), key=lambda kv: not kv[0].endswith("/online"))
+        for path, value in files:
+            if value is not None:
+                self.writer.write(Path(path), value)
+        self._point = OperatingPoint(name=found.name, nvpmodel_id=found.mode_id)
