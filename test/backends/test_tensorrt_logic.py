@@ -53,3 +53,14 @@ def test_trtexec_profile_parse_and_profiler_accumulation():
         acc.add("conv1 + relu1", ms)
     assert acc.mean_times_s(runs=2) == {"conv1 + relu1": pytest.approx(2e-3)}
     assert acc.reports == {"conv1 + relu1": 2}
+
+
+def test_without_tensorrt_the_backend_says_what_to_install():
+    from edge_roofline.backends.base import BackendError, create_backend
+    try:
+        import tensorrt  # noqa: F401
+        pytest.skip("tensorrt is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(BackendError, match="tensorrt and pycuda.*--backend ort or virtual"):
+        create_backend("tensorrt")

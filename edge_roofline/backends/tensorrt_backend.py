@@ -1,0 +1,253 @@
+"""TensorRT backend (TRT 8.6 and 10.x): builds an engine from ONNX (fp16 / int8 from a
+calibration cache / a DLA core; ProfilingVerbosity.DETAILED so layers can be mapped back), keeps
+it in an on-disk cache keyed by model hash + TRT version + device + flags, or loads a prebuilt
+engine. I/O by tensor name through pycuda buffers on one stream (the name-based API,
+set_tensor_address + execute_async_v3, exists from TRT 8.5 on, so 8.6 and 10.x share one path). Per-layer times from an
+IProfiler, layer -> ONNX node mapping from the engine inspector (``tensorrt_layers``).
+
+``tensorrt`` and ``pycuda`` are imported when the backend is created, with a clear error on a
+machine without them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import os
+
+import numpy as np
+
+from edge_roofline.backends.base import (
+    BackendError, EngineVersionError, InferenceBackend, LayerInfo, LayerProfile, ModelLoadError,
+    RunResult, TensorInfo, nonfinite_outputs,
+)
+from edge_roofline.backends.tensorrt_layers import (
+    LayerTimeAccumulator, engine_cache_key, parse_layer_information,
+)
+from edge_roofline.clock import Clock
+
+
+def default_engine_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "edge_roofline" / "engines"
+
+
+def _import_runtime():
+    try:
+        import tensorrt as trt
+        import pycuda.autoinit  # noqa: F401  (creates the CUDA context)
+        import pycuda.driver as cuda
+    except ImportError as e:
+        raise BackendError(
+            f"the TensorRT backend needs the tensorrt and pycuda Python packages ({e}); on a "
+            "Jetson they come with JetPack (python3-libnvinfer, pip install pycuda); elsewhere "
+            "use --backend ort or virtual") from e
+    return trt, cuda
+
+
+class TensorRTBackend(InferenceBackend):
+    kind = "tensorrt"
+
+    def __init__(self, precision: str = "fp16", calibration_cache: str | Path | None = None,
+                 dla_core: int | None = None, cache_dir_path: str | Path | None = None,
+                 workspace_bytes: int = 1 << 30, check_finite: bool = True,
+                 clock: Clock | None = None) -> None:
+        if precision not in ("fp32", "fp16", "int8"):
+            raise ValueError("precision must be fp32, fp16 or int8")
+        if precision == "int8" and calibration_cache is None:
+            raise ValueError("int8 needs calibration_cache (a TensorRT calibration cache file)")
+        self.trt, self.cuda = _import_runtime()
+        self.precision, self.dla_core = precision, dla_core
+        self.calibration_cache = Path(calibration_cache) if calibration_cache else None
+        self.cache_dir = Path(cache_dir_path) if cache_dir_path else default_engine_cache_dir()
+        self.workspace_bytes, self.check_finite = workspace_bytes, check_finite
+        self.clock = clock or Clock()
+        self.logger = self.trt.Logger(self.trt.Logger.WARNING)
+        self.engine = self.context = None
+        self.stream = self.cuda.Stream()
+        self.onnx_nodes: list[str] = []
+        self.engine_path: Path | None = None
+        self.built = False  # True when load() built the engine rather than reading it
+        self._host: dict[str, np.ndarray] = {}
+        self._device: dict[str, Any] = {}
+
+    # ---- loading ----------------------------------------------------------------------
+    def _flags(self) -> dict:
+        return {"precision": self.precision, "dla_core": self.dla_core,
+                "calibration": self.calibration_cache.read_bytes().hex()[:64] if self.calibration_cache else None}
+
+    def load(self, model: Any) -> None:
+        """An ONNX model (path, bytes, ModelProto) is built or taken from the engine cache; a
+        path ending in .engine/.plan is a prebuilt engine."""
+        import onnx
+
+        if isinstance(model, (str, Path)) and Path(model).suffix in (".engine", ".plan"):
+            path = Path(model)
+            if not path.exists():
+                raise ModelLoadError(f"engine file '{path}' does not exist")
+            self._deserialize(path.read_bytes(), str(path))
+            self.engine_path, self.built, self.onnx_nodes = path, False, []
+        else:
+            try:
+                proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(
+                    model if isinstance(model, bytes) else Path(model).read_bytes())
+            except Exception as e:
+                raise ModelLoadError(f"cannot read ONNX model {model!r}: {e}") from e
+            data = proto.SerializeToString()
+            self.onnx_nodes = [n.name for n in proto.graph.node]
+            key = engine_cache_key(data, self.trt.__version__, self.cuda.Device(0).name(), self._flags())
+            self.engine_path = self.cache_dir / f"{key}.engine"
+            self.built = not self.engine_path.exists()
+            if self.built:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+                tmp = self.engine_path.with_suffix(".tmp")
+                tmp.write_bytes(self._build(data))
+                tmp.replace(self.engine_path)  # atomic: a crash never leaves half an engine
+            self._deserialize(self.engine_path.read_bytes(), str(self.engine_path))
+        self._allocate()
+
+    def _build(self, onnx_bytes: bytes) -> bytes:
+        trt = self.trt
+        builder = trt.Builder(self.logger)
+        explicit = getattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH", None)
+        major = int(trt.__version__.split(".")[0])  # 10.x: explicit batch is the only mode
+        network = builder.create_network(0 if explicit is None or major >= 10 else 1 << int(explicit))
+        parser = trt.OnnxParser(network, self.logger)
+        if not parser.parse(onnx_bytes):
+            errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
+            raise ModelLoadError(f"TensorRT cannot parse the ONNX model: {errors}")
+        config = builder.create_builder_config()
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, self.workspace_bytes)
+        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
+        if self.precision in ("fp16", "int8"):
+            config.set_flag(trt.BuilderFlag.FP16)
+        if self.precision == "int8":
+            config.set_flag(trt.BuilderFlag.INT8)
+            config.int8_calibrator = _cache_calibrator(trt, self.calibration_cache)
+        if self.dla_core is not None:
+            config.default_device_type = trt.DeviceType.DLA
+            config.DLA_core = self.dla_core
+            config.set_flag(trt.BuilderFlag.GPU_FALLBACK)
+        serialized = builder.build_serialized_network(network, config)
+        if serialized is None:
+            raise ModelLoadError("TensorRT failed to build the engine (see the log above)")
+        return bytes(serialized)
+
+    def _deserialize(self, data: bytes, where: str) -> None:
+        engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(data)
+        if engine is None:
+            raise EngineVersionError(
+                f"TensorRT {self.trt.__version__} cannot load engine {where}: engines only load "
+                "with the TensorRT version and GPU that built them; rebuild it from the ONNX "
+                "model on this device (pass the .onnx, or delete the cached file)")
+        self.engine, self.context = engine, engine.create_execution_context()
+
+    def _names(self) -> list[str]:
+        return [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+
+    def _is_input(self, name: str) -> bool:
+        return self.engine.get_tensor_mode(name) == self.trt.TensorIOMode.INPUT
+
+    def _info(self, name: str) -> TensorInfo:
+        shape = tuple(d if d >= 0 else None for d in self.engine.get_tensor_shape(name))
+        return TensorInfo(name, shape, np.dtype(self.trt.nptype(self.engine.get_tensor_dtype(name))).name)
+
+    def _allocate(self) -> None:
+        self._host, self._device = {}, {}
+        for name in self._names():
+            info = self._info(name)
+            if None in info.shape:
+                raise ModelLoadError(f"tensor {name!r} has a dynamic shape {list(info.shape)}; "
+                                     "export the ONNX model with static shapes for TensorRT")
+            host = self.cuda.pagelocked_empty(info.concrete_shape(), np.dtype(info.dtype))
+            self._host[name], self._device[name] = host, self.cuda.mem_alloc(host.nbytes)
+            self.context.set_tensor_address(name, int(self._device[name]))
+
+    # ---- introspection ----------------------------------------------------------------
+    def _require(self):
+        if self.engine is None:
+            raise ModelLoadError("no engine loaded; call load() first")
+        return self.engine
+
+    def inputs(self) -> list[TensorInfo]:
+        self._require()
+        return [self._info(n) for n in self._names() if self._is_input(n)]
+
+    def outputs(self) -> list[TensorInfo]:
+        self._require()
+        return [self._info(n) for n in self._names() if not self._is_input(n)]
+
+    def describe_layers(self) -> list[LayerInfo]:
+        inspector = self._require().create_engine_inspector()
+        inspector.execution_context = self.context
+        info = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
+        return parse_layer_information(info, self.onnx_nodes, self.precision)
+
+    # ---- execution --------------------------------------------------------------------
+    def _execute(self, feeds: Mapping[str, np.ndarray]) -> float:
+        checked = self.check_feeds(feeds)
+        start_s = self.clock.now_s()
+        for name, value in checked.items():
+            np.copyto(self._host[name], value)
+            self.cuda.memcpy_htod_async(self._device[name], self._host[name], self.stream)
+        if not self.context.execute_async_v3(self.stream.handle):
+            raise BackendError("TensorRT execution failed (see the log)")
+        for t in self.outputs():
+            self.cuda.memcpy_dtoh_async(self._host[t.name], self._device[t.name], self.stream)
+        self.stream.synchronize()
+        return self.clock.now_s() - start_s
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
+        latency_s = self._execute(feeds)
+        outputs = {t.name: self._host[t.name].copy() for t in self.outputs()}
+        return RunResult(outputs, latency_s, True,
+                         nonfinite_outputs(outputs) if self.check_finite else ())
+
+    def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 1) -> LayerProfile:
+        runs = max(1, runs)
+        sink = LayerTimeAccumulator()
+        self.context.profiler = _profiler(self.trt, sink)
+        try:
+            total_s = sum(self._execute(feeds) for _ in range(runs)) / runs
+        finally:
+            self.context.profiler = None
+        return LayerProfile(sink.mean_times_s(runs), total_s, self.describe_layers(), runs, self.kind)
+
+    def close(self) -> None:
+        self.context = self.engine = None
+        self._host, self._device = {}, {}
+
+
+def _profiler(trt, sink: LayerTimeAccumulator):
+    class _Profiler(trt.IProfiler):
+        def __init__(self) -> None:
+            trt.IProfiler.__init__(self)
+
+        def report_layer_time(self, layer_name: str, ms: float) -> None:
+            sink.add(layer_name, ms)
+
+    return _Profiler()
+
+
+def _cache_calibrator(trt, path: Path):
+    """A calibrator that only replays an existing calibration cache (no calibration data)."""
+    if not path.exists():
+        raise ModelLoadError(f"calibration cache '{path}' does not exist")
+
+    class _CacheCalibrator(trt.IInt8EntropyCalibrator2):
+        def __init__(self) -> None:
+            trt.IInt8EntropyCalibrator2.__init__(self)
+
+        def get_batch_size(self) -> int:
+            return 1
+
+        def get_batch(self, names):
+            return None
+
+        def read_calibration_cache(self):
+            return path.read_bytes()
+
+        def write_calibration_cache(self, cache) -> None:
+            path.write_bytes(bytes(cache))
+
+    return _CacheCalibrator()
