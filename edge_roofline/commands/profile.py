@@ -1,0 +1,104 @@
+"""``edge-roofline profile MODEL.onnx|zoo:NAME --backend ort|tensorrt|virtual``: run the model,
+measure per-layer times and join them to the roofline (achieved FLOP/s and bytes/s, % of the
+roof, bound per ONNX node)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "profile"
+HELP = "measured per-layer times of a model joined to its roofline"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="ONNX model file or zoo:NAME (e.g. zoo:resnet18)")
+    parser.add_argument("--backend", choices=("ort", "tensorrt", "virtual"), default="ort")
+    parser.add_argument("--device", default=None,
+                        help="device catalogue key for the ceilings (default: the host CPU's "
+                             "measured ceilings for ort, agx_orin_64gb otherwise)")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
+                        help="default: fp32 for ort, fp16 for tensorrt and virtual")
+    parser.add_argument("--runs", type=int, default=10, help="profiled runs to average")
+    parser.add_argument("--json", metavar="FILE", help="write analyze's JSON plus measured times")
+    parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
+
+
+def _load_model(text: str):
+    import onnx
+
+    from edge_roofline import zoo
+
+    return zoo.build(text[4:]) if text.startswith("zoo:") else onnx.load(text)
+
+
+def _ceilings(args, precision: str):
+    from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
+    from edge_roofline.roofline.devices import get_device
+
+    if args.device is None and args.backend == "ort":
+        from edge_roofline.live_ceilings import host_cpu_ceilings
+        return host_cpu_ceilings()(), None, "host CPU"
+    device = get_device(args.device or "agx_orin_64gb")
+    preset = max_clock_preset(device)
+    engine = "cpu" if args.backend == "ort" else "gpu"
+    return preset_ceilings(device, preset.name, precision, engine=engine), device.key, preset.name
+
+
+def format_table(analysis) -> str:
+    width = max([len(l.name) for l in analysis.layers] + [5])
+    head = (f"{'layer':<{width}}  {'op':<14} {'meas us':>9} {'roof us':>9} {'GFLOP/s':>9} "
+            f"{'GB/s':>8} {'% roof':>7} {'bound':<8}")
+    rows = [head, "-" * len(head)]
+    for l in analysis.layers:
+        if l.measured_time_s is None:
+            measured = achieved = bandwidth = roof = "-"
+        else:
+            measured = f"{l.measured_time_s * 1e6:.2f}"
+            achieved = f"{(l.achieved_flops or 0) / 1e9:.2f}"
+            bandwidth = f"{(l.achieved_bandwidth_bps or 0) / 1e9:.2f}"
+            roof = f"{100 * l.efficiency:.1f}" if l.efficiency is not None else "-"
+        rows.append(f"{l.name:<{width}}  {l.op_type:<14} {measured:>9} "
+                    f"{l.attainable_time_s * 1e6:>9.2f} {achieved:>9} {bandwidth:>8} {roof:>7} {l.bound:<8}")
+    rows.append("-" * len(head))
+    measured_s = analysis.measured_time_s or 0.0
+    rows.append(f"measured {measured_s * 1e3:.3f} ms per run, attainable "
+                f"{analysis.attainable_time_s * 1e3:.3f} ms "
+                f"({100 * analysis.attainable_time_s / measured_s:.1f}% of the roof)" if measured_s
+                else f"attainable {analysis.attainable_time_s * 1e3:.3f} ms")
+    return "\n".join(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from edge_roofline.backends.base import BackendError, create_backend
+    from edge_roofline.profiling import join_profile
+    from edge_roofline.roofline.costs import CostModelError, analyze_model
+    from edge_roofline.roofline.devices import UnknownDeviceError
+    from edge_roofline.roofline.model import to_json_dict
+
+    precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
+    options = {"precision": precision} if args.backend != "ort" else {}
+    try:
+        model = _load_model(args.model)
+        cost = analyze_model(model, precision=precision)
+        ceilings, device, point = _ceilings(args, precision)
+        with create_backend(args.backend, **options) as backend:
+            backend.load(model)
+            profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
+    except (BackendError, CostModelError, UnknownDeviceError, KeyError, ValueError, OSError,
+            ImportError) as exc:
+        print(f"edge-roofline profile: error: {exc}", file=sys.stderr)
+        return 2
+    analysis = join_profile(cost, profile, ceilings)
+    print(f"{cost.model} on {args.backend} ({profile.runs} runs), ceilings: {ceilings.label}")
+    print(format_table(analysis))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(to_json_dict(analysis, device=device, operating_point=point), f, indent=2)
+        print(f"wrote {args.json}")
+    if args.plot:
+        from edge_roofline.roofline import charts
+        print(f"wrote {charts.roofline_chart([analysis], args.plot)}")
+    return 0

@@ -1,0 +1,31 @@
+"""``edge-roofline profile``: joined table and analyze's JSON plus measured times."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edge_roofline.cli import main
+
+
+def test_profile_ort_zoo_model_writes_joined_json(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert main(["profile", "zoo:tiny_cnn", "--backend", "ort", "--device", "agx_orin_64gb",
+                 "--runs", "2", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "% roof" in table and "measured" in table
+    doc = json.loads(out.read_text())
+    assert doc["device"] == "agx_orin_64gb" and doc["operating_point"]
+    measured = [l["measured_time_s"] for l in doc["layers"]]
+    assert all(m is not None and m >= 0 for m in measured)
+    assert sum(measured) > 0
+    assert doc["totals"]["measured_time_s"] >= sum(measured) * (1 - 1e-9)
+    for layer in doc["layers"]:
+        if layer["measured_time_s"]:
+            assert layer["achieved_flops"] == pytest.approx(layer["flops"] / layer["measured_time_s"])
+
+
+def test_profile_reports_a_bad_model_path(tmp_path, capsys):
+    assert main(["profile", str(tmp_path / "missing.onnx"), "--device", "agx_orin_64gb"]) == 2
+    assert "error" in capsys.readouterr().err
