@@ -32,6 +32,7 @@ def test_points_and_sample(root):
     sample = plat.sample()
     assert sample.total_power_w == pytest.approx(5.0 * (0.478 + 0.159 + 0.704))
     assert sample.nvpmodel_mode == "MAXN" and "cv0-thermal" not in sample.temperatures_c
+    assert sample.source == "jetson-sysfs"  # a generated tree never asks the host's jtop
 
 
 def test_apply_then_restore(root):

@@ -16,7 +16,7 @@ from edge_roofline.platforms.jetson import power
 log = logging.getLogger(__name__)
 
 
-def _default_client():
+def default_client():
     from jtop import jtop
     return jtop()
 
@@ -24,11 +24,15 @@ def _default_client():
 class RailSource:
     """``read()`` -> (rails, problems, source name)."""
 
-    def __init__(self, root: str | Path = "/", client_factory: Callable[[], object] = _default_client):
+    def __init__(self, root: str | Path = "/", client_factory: Callable[[], object] | None = default_client):
+        """``client_factory=None``: sysfs only (a generated or virtual tree, where the host's
+        jtop would describe another machine)."""
         from jtop import JtopException
         self._channels = power.find_rails(root)
         self.client = None
-        self.fallback_reason = None
+        self.fallback_reason = None if client_factory else "sysfs tree given; jtop not used"
+        if client_factory is None:
+            return
         try:
             client = client_factory()
             client.start()

@@ -14,11 +14,11 @@ from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_text, under
 from edge_roofline.platforms.jetson.identify import identify
+from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
 from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
 from edge_roofline.roofline.devices import DeviceSpec, Preset, get_device
 
 log = logging.getLogger(__name__)
-SOURCE = "jetson-sysfs"
 _KHZ = 1e3
 
 
@@ -61,7 +61,7 @@ class JetsonPlatform(Platform):
         self._presets = {p.mode_id: p for p in self.device.presets}
         self._cores = cpu.list_cores(self.root)
         self._gpu = gpu.find_gpu(self.root)
-        self._rails = power.find_rails(self.root)
+        self._rails = RailSource(self.root, default_client if self.root == Path("/") else None)
         self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
@@ -151,7 +151,7 @@ class JetsonPlatform(Platform):
         self._point = point
 
     def sample(self) -> TelemetrySample:
-        rails, problems = power.read_rails(self._rails)
+        rails, problems = self._rails.read()
         total, reason = power.total_power_w(rails, self.device.total_power_rails)
         if reason or problems:
             log.debug("degraded power sample: %s", "; ".join(filter(None, [reason, *problems])))
@@ -167,7 +167,7 @@ class JetsonPlatform(Platform):
             gpu_load_pct=gpu_status.load_pct if gpu_status else None,
             emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
             temperatures_c=thermal.read_thermal(self.root), nvpmodel_mode=self._preset.name,
-            operating_point=self._point.name, source=SOURCE if reason is None else f"{SOURCE} ({reason})")
+            operating_point=self._point.name, source=self._rails.name if reason is None else f"{self._rails.name} ({reason})")
 
     def restore(self) -> None:
         """The mode and every cap file as found (cores online first, so their caps can be set)."""
@@ -180,3 +180,9 @@ class JetsonPlatform(Platform):
             if value is not None:
                 self.writer.write(Path(path), value)
         self._point = OperatingPoint(name=found.name, nvpmodel_id=found.mode_id)
+
+    def close(self) -> None:
+        try:
+            self.restore()
+        finally:
+            self._rails.close()
