@@ -2,8 +2,10 @@
 calibration cache / a DLA core; ProfilingVerbosity.DETAILED so layers can be mapped back), keeps
 it in an on-disk cache keyed by model hash + TRT version + device + flags, or loads a prebuilt
 engine. I/O by tensor name through pycuda buffers on one stream (the name-based API,
-set_tensor_address + execute_async_v3, exists from TRT 8.5 on, so 8.6 and 10.x share one path). Per-layer times from an
-IProfiler, layer -> ONNX node mapping from the engine inspector (``tensorrt_layers``).
+set_tensor_address + execute_async_v3, exists from TRT 8.5 on, so 8.6 and 10.x share one
+path). Per-layer times from an IProfiler during synchronous ``execute_v2`` runs (the call the
+profiler is documented for in both versions), layer -> ONNX node mapping from the engine
+inspector (``tensorrt_layers``).
 
 ``tensorrt`` and ``pycuda`` are imported when the backend is created, with a clear error on a
 machine without them.
@@ -11,19 +13,22 @@ machine without them.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sys
 from pathlib import Path
 from typing import Any, Mapping
-
-import os
 
 import numpy as np
 
 from edge_roofline.backends.base import (
-    BackendError, EngineVersionError, InferenceBackend, LayerInfo, LayerProfile, ModelLoadError,
-    RunResult, TensorInfo, nonfinite_outputs,
+    BackendError, InferenceBackend, LayerInfo, LayerProfile, ModelLoadError, RunResult,
+    TensorInfo, nonfinite_outputs,
 )
 from edge_roofline.backends.tensorrt_layers import (
-    LayerTimeAccumulator, engine_cache_key, parse_layer_information,
+    LayerTimeAccumulator, check_engine_metadata, deserialize_failure, engine_cache_key,
+    engine_metadata, parse_layer_information,
 )
 from edge_roofline.clock import Clock
 
@@ -51,7 +56,9 @@ class TensorRTBackend(InferenceBackend):
     def __init__(self, precision: str = "fp16", calibration_cache: str | Path | None = None,
                  dla_core: int | None = None, cache_dir_path: str | Path | None = None,
                  workspace_bytes: int = 1 << 30, check_finite: bool = True,
-                 clock: Clock | None = None) -> None:
+                 mapping_onnx: Any = None, clock: Clock | None = None) -> None:
+        """``mapping_onnx``: the ONNX model a prebuilt engine was built from (path or
+        ModelProto), so its layers can be mapped to ONNX nodes."""
         if precision not in ("fp32", "fp16", "int8"):
             raise ValueError("precision must be fp32, fp16 or int8")
         if precision == "int8" and calibration_cache is None:
@@ -62,7 +69,8 @@ class TensorRTBackend(InferenceBackend):
         self.cache_dir = Path(cache_dir_path) if cache_dir_path else default_engine_cache_dir()
         self.workspace_bytes, self.check_finite = workspace_bytes, check_finite
         self.clock = clock or Clock()
-        self.logger = self.trt.Logger(self.trt.Logger.WARNING)
+        self.mapping_onnx = mapping_onnx
+        self.logger = _capturing_logger(self.trt)
         self.engine = self.context = None
         self.stream = self.cuda.Stream()
         self.onnx_nodes: list[str] = []
@@ -74,36 +82,36 @@ class TensorRTBackend(InferenceBackend):
     # ---- loading ----------------------------------------------------------------------
     def _flags(self) -> dict:
         return {"precision": self.precision, "dla_core": self.dla_core,
-                "calibration": self.calibration_cache.read_bytes().hex()[:64] if self.calibration_cache else None}
+                "calibration_sha256": hashlib.sha256(self.calibration_cache.read_bytes()).hexdigest()
+                if self.calibration_cache else None}
 
     def load(self, model: Any) -> None:
         """An ONNX model (path, bytes, ModelProto) is built or taken from the engine cache; a
         path ending in .engine/.plan is a prebuilt engine."""
-        import onnx
-
         if isinstance(model, (str, Path)) and Path(model).suffix in (".engine", ".plan"):
             path = Path(model)
             if not path.exists():
                 raise ModelLoadError(f"engine file '{path}' does not exist")
-            self._deserialize(path.read_bytes(), str(path))
-            self.engine_path, self.built, self.onnx_nodes = path, False, []
+            self.onnx_nodes = ([n.name for n in _read_onnx(self.mapping_onnx).graph.node]
+                               if self.mapping_onnx is not None else [])
+            self.engine_path, self.built = path, False
         else:
-            try:
-                proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(
-                    model if isinstance(model, bytes) else Path(model).read_bytes())
-            except Exception as e:
-                raise ModelLoadError(f"cannot read ONNX model {model!r}: {e}") from e
+            proto = _read_onnx(model)
             data = proto.SerializeToString()
             self.onnx_nodes = [n.name for n in proto.graph.node]
-            key = engine_cache_key(data, self.trt.__version__, self.cuda.Device(0).name(), self._flags())
+            device = self.cuda.Device(0)
+            sm = device.compute_capability()
+            key = engine_cache_key(data, self.trt.__version__, device.name(), self._flags(), sm)
             self.engine_path = self.cache_dir / f"{key}.engine"
             self.built = not self.engine_path.exists()
             if self.built:
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
                 tmp = self.engine_path.with_suffix(".tmp")
                 tmp.write_bytes(self._build(data))
+                meta = engine_metadata(self.trt.__version__, device.name(), sm, self._flags(), data)
+                _sidecar(self.engine_path).write_text(json.dumps(meta, indent=1))
                 tmp.replace(self.engine_path)  # atomic: a crash never leaves half an engine
-            self._deserialize(self.engine_path.read_bytes(), str(self.engine_path))
+        self._deserialize(self.engine_path)
         self._allocate()
 
     def _build(self, onnx_bytes: bytes) -> bytes:
@@ -133,13 +141,15 @@ class TensorRTBackend(InferenceBackend):
             raise ModelLoadError("TensorRT failed to build the engine (see the log above)")
         return bytes(serialized)
 
-    def _deserialize(self, data: bytes, where: str) -> None:
-        engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(data)
+    def _deserialize(self, path: Path) -> None:
+        where = f"'{path}'"
+        if _sidecar(path).exists():  # engines this backend built say what built them
+            check_engine_metadata(json.loads(_sidecar(path).read_text()), self.trt.__version__,
+                                  self.cuda.Device(0).compute_capability(), where)
+        self.logger.messages.clear()
+        engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(path.read_bytes())
         if engine is None:
-            raise EngineVersionError(
-                f"TensorRT {self.trt.__version__} cannot load engine {where}: engines only load "
-                "with the TensorRT version and GPU that built them; rebuild it from the ONNX "
-                "model on this device (pass the .onnx, or delete the cached file)")
+            raise deserialize_failure(self.logger.messages, self.trt.__version__, where)
         self.engine, self.context = engine, engine.create_execution_context()
 
     def _names(self) -> list[str]:
@@ -184,14 +194,20 @@ class TensorRTBackend(InferenceBackend):
         return parse_layer_information(info, self.onnx_nodes, self.precision)
 
     # ---- execution --------------------------------------------------------------------
-    def _execute(self, feeds: Mapping[str, np.ndarray]) -> float:
+    def _execute(self, feeds: Mapping[str, np.ndarray], synchronous: bool = False) -> float:
+        """Copy in, execute, copy out; ``synchronous`` uses execute_v2 (for the profiler)."""
         checked = self.check_feeds(feeds)
         start_s = self.clock.now_s()
         for name, value in checked.items():
             np.copyto(self._host[name], value)
             self.cuda.memcpy_htod_async(self._device[name], self._host[name], self.stream)
-        if not self.context.execute_async_v3(self.stream.handle):
-            raise BackendError("TensorRT execution failed (see the log)")
+        if synchronous:
+            self.stream.synchronize()
+            ok = self.context.execute_v2([int(self._device[n]) for n in self._names()])
+        else:
+            ok = self.context.execute_async_v3(self.stream.handle)
+        if not ok:
+            raise BackendError("TensorRT execution failed: " + "; ".join(self.logger.messages[-3:]))
         for t in self.outputs():
             self.cuda.memcpy_dtoh_async(self._host[t.name], self._device[t.name], self.stream)
         self.stream.synchronize()
@@ -208,7 +224,7 @@ class TensorRTBackend(InferenceBackend):
         sink = LayerTimeAccumulator()
         self.context.profiler = _profiler(self.trt, sink)
         try:
-            total_s = sum(self._execute(feeds) for _ in range(runs)) / runs
+            total_s = sum(self._execute(feeds, synchronous=True) for _ in range(runs)) / runs
         finally:
             self.context.profiler = None
         return LayerProfile(sink.mean_times_s(runs), total_s, self.describe_layers(), runs, self.kind)
@@ -216,6 +232,37 @@ class TensorRTBackend(InferenceBackend):
     def close(self) -> None:
         self.context = self.engine = None
         self._host, self._device = {}, {}
+
+
+def _read_onnx(model: Any):
+    import onnx
+    try:
+        if isinstance(model, onnx.ModelProto):
+            return model
+        return onnx.load_from_string(model if isinstance(model, bytes) else Path(model).read_bytes())
+    except Exception as e:  # OSError, protobuf DecodeError
+        raise ModelLoadError(f"cannot read ONNX model {model!r}: {e}") from e
+
+
+def _sidecar(engine_path: Path) -> Path:
+    return engine_path.with_suffix(".json")
+
+
+def _capturing_logger(trt, print_up_to: int = 2):
+    """A TensorRT logger that keeps recent messages (to explain a failed deserialize) and
+    prints errors and warnings (severity <= WARNING)."""
+    class _Logger(trt.ILogger):
+        def __init__(self) -> None:
+            trt.ILogger.__init__(self)
+            self.messages: list[str] = []
+
+        def log(self, severity, msg: str) -> None:
+            self.messages.append(msg)
+            del self.messages[:-50]
+            if int(severity) <= print_up_to:
+                print(f"[TensorRT] {msg}", file=sys.stderr)
+
+    return _Logger()
 
 
 def _profiler(trt, sink: LayerTimeAccumulator):

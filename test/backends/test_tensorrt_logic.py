@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from edge_roofline.backends.base import EngineVersionError, ModelLoadError
 from edge_roofline.backends.tensorrt_layers import (
-    LayerTimeAccumulator, engine_cache_key, parse_layer_information, parse_trtexec_profile,
+    LayerTimeAccumulator, check_engine_metadata, deserialize_failure, engine_cache_key,
+    engine_metadata, parse_layer_information, parse_trtexec_profile,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -21,8 +23,9 @@ def test_cache_key_changes_with_model_version_device_and_flags():
     others = {engine_cache_key(b"model2", "10.3.0", "Orin", {"fp16": True}),
               engine_cache_key(b"model", "8.6.1", "Orin", {"fp16": True}),
               engine_cache_key(b"model", "10.3.0", "H200", {"fp16": True}),
-              engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": False})}
-    assert base not in others and len(others) == 4
+              engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": False}),
+              engine_cache_key(b"model", "10.3.0", "Orin", {"fp16": True}, (8, 7))}
+    assert base not in others and len(others) == 5
     assert "/" not in base and base.endswith("trt10.3.0")
 
 
@@ -64,3 +67,43 @@ def test_without_tensorrt_the_backend_says_what_to_install():
         pass
     with pytest.raises(BackendError, match="tensorrt and pycuda.*--backend ort or virtual"):
         create_backend("tensorrt")
+
+
+# TensorRT's messages on a failed deserialize, as reported in NVIDIA/TensorRT issues #2041,
+# #2195 and jetson-inference #426 (TRT 8.x/10.x tag check; TRT <= 8.0 library check).
+TAG_MISMATCH = ["1: [stdArchiveReader.cpp::StdArchiveReader::40] Error Code 1: Serialization "
+                "(Serialization assertion stdVersionRead == serializationVersion failed.Version tag "
+                "does not match. Note: Current Version: 213, Serialized Engine Version: 205)",
+                "4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error "
+                "(Engine deserialization failed.)"]
+LIBRARY_MISMATCH = ["6: The engine plan file is not compatible with this version of TensorRT, "
+                    "expecting library version 8.0.0 got 8.0.1, please rebuild."]
+
+
+def test_deserialize_failures_tell_version_mismatch_from_corruption():
+    err = deserialize_failure(TAG_MISMATCH, "8.4.1", "'m.engine'")
+    assert isinstance(err, EngineVersionError)
+    assert "205" in str(err) and "213" in str(err) and "rebuild" in str(err)
+    err = deserialize_failure(LIBRARY_MISMATCH, "8.0.0", "'m.engine'")
+    assert isinstance(err, EngineVersionError) and "built by TensorRT 8.0.1" in str(err)
+    corrupt = deserialize_failure(["1: Serialization (Magic tag does not match)", TAG_MISMATCH[1]],
+                                  "10.3.0", "'m.engine'")
+    assert type(corrupt) is ModelLoadError and "Magic tag" in str(corrupt)
+
+
+def test_sidecar_checks_version_and_architecture():
+    meta = engine_metadata("10.3.0", "Orin", (8, 7), {"precision": "fp16"}, b"onnx")
+    check_engine_metadata(meta, "10.3.0", (8, 7), "'e'")  # same build: fine
+    with pytest.raises(EngineVersionError, match="built with TensorRT 10.3.0, this is TensorRT 8.6.1"):
+        check_engine_metadata(meta, "8.6.1", (8, 7), "'e'")
+    with pytest.raises(EngineVersionError, match="compute capability 8.7 \\(Orin\\).*7.2"):
+        check_engine_metadata(meta, "10.3.0", (7, 2), "'e'")
+
+
+def test_myelin_foreign_node_ranges_take_the_unclaimed_nodes_between():
+    nodes = ["embed", "q", "k", "softmax", "ctx", "norm", "head"]
+    layers = parse_layer_information({"Layers": [
+        "embed", "{ForeignNode[encoder.weight...ctx]}", "norm + head"]}, nodes)
+    assert [l.onnx_nodes for l in layers] == [("embed",), ("q", "k", "softmax", "ctx"), ("norm", "head")]
+    # a range whose last node is unknown covers nothing rather than guessing
+    assert parse_layer_information(["{ForeignNode[q...gone]}"], nodes)[0].onnx_nodes == ()

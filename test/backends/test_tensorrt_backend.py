@@ -1,0 +1,132 @@
+"""The TensorRT backend's control flow on a stand-in runtime (fake_tensorrt_runtime: the
+documented tensorrt/pycuda APIs over ONNX Runtime): engine cache and sidecar, a restart that
+never rebuilds, engines from another TensorRT version, corrupt engines, tensor names,
+IProfiler timing and the inspector mapping. The real runtime is checked by
+scripts/trt_smoke.py on a GPU."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+import fake_tensorrt_runtime as fake
+from edge_roofline.backends.base import (
+    EngineVersionError, ModelLoadError, TensorNameError, create_backend,
+)
+from edge_roofline.profiling import join_profile
+from edge_roofline.roofline.ceilings import spec_ceilings
+from edge_roofline.roofline.costs import analyze_model
+
+
+@pytest.fixture
+def runtime(monkeypatch):
+    return fake.install(monkeypatch)
+
+
+def _backend(tmp_path, **opts):
+    return create_backend("tensorrt", cache_dir_path=tmp_path / "engines", **opts)
+
+
+def test_build_once_then_every_restart_is_a_cache_hit(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path) as first:
+        first.load(tiny_cnn)
+        assert first.built and first.engine_path.exists() and runtime.builds == 1
+        meta = json.loads(first.engine_path.with_suffix(".json").read_text())
+        assert meta["tensorrt_version"] == "10.3.0" and meta["compute_capability"] == [8, 7]
+        assert runtime.last_config["profiling_verbosity"] == "detailed"
+        assert "fp16" in runtime.last_config["flags"]
+    with _backend(tmp_path) as restarted:
+        restarted.load(tiny_cnn)
+        assert not restarted.built and runtime.builds == 1
+        feeds = restarted.dummy_feeds(seed=2)
+        result = restarted.run(feeds)
+    session = ort.InferenceSession(tiny_cnn.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(result.outputs["probs"], session.run(None, feeds)[0], rtol=1e-6)
+    with _backend(tmp_path, precision="fp32") as other_flags:
+        other_flags.load(tiny_cnn)
+        assert other_flags.built and runtime.builds == 2  # flags are part of the key
+
+
+def test_a_tensorrt_upgrade_rebuilds_and_old_engines_say_why(monkeypatch, tmp_path, tiny_cnn):
+    fake.install(monkeypatch, version="10.3.0")
+    with _backend(tmp_path) as old:
+        old.load(tiny_cnn)
+        old_engine = old.engine_path
+    upgraded = fake.install(monkeypatch, version="10.4.0")
+    with _backend(tmp_path) as new:
+        new.load(tiny_cnn)  # the ONNX path: a new key, so a fresh build, not a failed load
+        assert new.built and new.engine_path != old_engine and upgraded.builds == 1
+        with pytest.raises(EngineVersionError, match=r"built with TensorRT 10\.3\.0.*rebuild"):
+            new.load(old_engine)  # the prebuilt engine's sidecar says who built it
+        old_engine.with_suffix(".json").unlink()
+        with pytest.raises(EngineVersionError, match=r"serialization version 237.*reads 239.*rebuild"):
+            new.load(old_engine)  # no sidecar: TensorRT's own log tells
+
+
+def test_an_engine_for_another_gpu_architecture_is_refused(monkeypatch, tmp_path, tiny_cnn):
+    fake.install(monkeypatch, compute_capability=(8, 7))
+    with _backend(tmp_path) as orin:
+        orin.load(tiny_cnn)
+        engine = orin.engine_path
+    fake.install(monkeypatch, compute_capability=(7, 2), device="Xavier (fake)")
+    with _backend(tmp_path) as xavier, pytest.raises(EngineVersionError, match="8.7.*7.2"):
+        xavier.load(engine)
+
+
+def test_corrupt_or_missing_engines_raise_model_load_error(runtime, tmp_path):
+    corrupt = tmp_path / "bad.engine"
+    corrupt.write_bytes(b"\x00garbage" * 64)
+    with _backend(tmp_path) as backend:
+        with pytest.raises(ModelLoadError, match="corrupt.*Magic tag") as err:
+            backend.load(corrupt)
+        assert not isinstance(err.value, EngineVersionError)
+        with pytest.raises(ModelLoadError, match="does not exist"):
+            backend.load(tmp_path / "missing.plan")
+
+
+def test_tensor_names_are_checked_before_the_engine_runs(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path) as backend:
+        backend.load(tiny_cnn)
+        assert [t.name for t in backend.inputs()] == ["input"]
+        assert [(t.name, t.shape, t.dtype) for t in backend.outputs()] == [("probs", (1, 10), "float32")]
+        with pytest.raises(TensorNameError, match="'image'.*'input'"):
+            backend.run({"image": np.zeros((1, 3, 64, 64), np.float32)})
+
+
+def test_profile_maps_fused_reformat_and_myelin_layers_to_onnx_nodes(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path) as backend:
+        backend.load(tiny_cnn)
+        profile = backend.profile(backend.dummy_feeds(), runs=4)
+    layers = {layer.name: layer for layer in profile.layer_info}
+    assert layers["conv0 + relu0"].onnx_nodes == ("conv0", "relu0")
+    assert layers["Reformatting CopyNode for Input Tensor 0 to conv0"].onnx_nodes == ()
+    assert layers["{ForeignNode[avgpool...probs]}"].onnx_nodes == ("avgpool", "flatten", "fc", "probs")
+    owners = profile.node_to_layer()  # raises if a node is covered twice
+    assert set(owners) == {n.name for n in tiny_cnn.graph.node}
+    # the fake reports 0.01 ms x layer position, once per layer per run; means per run
+    assert profile.layer_times_s["conv0 + relu0"] == pytest.approx(0.02e-3)
+    assert profile.runs == 4 and profile.total_time_s > 0
+    analysis = join_profile(analyze_model(tiny_cnn, precision="fp16"), profile,
+                            spec_ceilings("agx_orin_64gb", "fp16"))
+    assert all(l.measured_time_s is not None for l in analysis.layers)
+
+
+def test_a_prebuilt_engine_maps_layers_when_given_its_onnx(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path) as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    with _backend(tmp_path) as bare:
+        bare.load(engine)
+        assert all(not l.onnx_nodes for l in bare.describe_layers())
+    with _backend(tmp_path, mapping_onnx=tiny_cnn) as mapped:
+        mapped.load(engine)
+        assert not mapped.built
+        assert len(mapped.profile(mapped.dummy_feeds()).node_to_layer()) == len(tiny_cnn.graph.node)
+
+
+def test_int8_needs_a_calibration_cache(runtime, tmp_path):
+    with pytest.raises(ValueError, match="calibration_cache"):
+        _backend(tmp_path, precision="int8")
