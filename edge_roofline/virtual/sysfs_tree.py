@@ -1,0 +1,449 @@
+"""A Jetson's sysfs/procfs tree, written from a ``BoardState`` in the board's real layout and
+file formats, so the real Jetson backend and jetson-stats' own path-taking readers read it
+unchanged.
+
+Three entry points:
+
+- ``render_tree(root, device, state)`` writes the whole tree once (control files included:
+  caps, online flags, nvpmodel.conf, the nvpmodel launcher);
+- ``update_tree(root, device, state)`` rewrites only *measurements* (current clocks, loads,
+  rails, temperatures, /proc/stat), atomically per file, so a concurrent reader never sees a
+  half-written value and caps a client wrote are never overwritten;
+- ``read_state(root, device)`` reads everything back, so the physics can follow the caps,
+  online flags and nvpmodel mode a client (the real backend, the nvpmodel emulation) wrote.
+
+Layout notes (as on an AGX Orin with JetPack 6): ``/proc/device-tree`` links to
+``/sys/firmware/devicetree/base``; ``cpuN/cpufreq`` links to the cluster's
+``cpufreq/policyF``; ``/sys/class/devfreq/<gpu>`` links to the GPU device's devfreq directory,
+whose ``device/of_node`` links to the GPU's device-tree node; ``/sys/devices/gpu.0`` links to the
+GPU device (nvpmodel's ``tpc_pg_mask`` path); INA3221 devices appear under
+``/sys/bus/i2c/devices`` and ``/sys/bus/i2c/drivers/ina3221``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
+from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.virtual.state import BoardState
+
+NVPMODEL_LAUNCHER = "usr/bin/nvpmodel"
+NVPMODEL_STATUS = "var/lib/nvpmodel/status"
+NVPMODEL_CONF_LINK = "etc/nvpmodel.conf"
+CPU_DIR = "sys/devices/system/cpu"
+EMC_CLK_DIR = "sys/kernel/debug/bpmp/debug/clk/emc"
+EMC_ISO_CAP = "sys/kernel/nvpmodel_emc_cap/emc_iso_cap"
+ACTMON_MC_ALL = "sys/kernel/actmon_avg_activity/mc_all"
+THERMAL_DIR = "sys/devices/virtual/thermal"
+USER_HZ = 100  # /proc/stat jiffies per second
+_DT_BASE = "sys/firmware/devicetree/base"
+_I2C_BUS_DIR = "sys/devices/platform/bus@0/c240000.i2c"
+_FIRST_HWMON_INDEX = 2  # hwmon numbering is boot-dependent on a board; readers must glob it
+_RAIL_WARN_MA = 20000
+_RAIL_CRIT_MA = 32760
+_CPU_CLOCK_NAMES = {"Cortex-A78AE": "CPU_A78", "Carmel": "CPU_DENVER", "Cortex-A57": "CPU_A57"}
+
+
+@dataclass(frozen=True)
+class TreePaths:
+    """Where things live in a tree (relative to its root), derived from the device."""
+
+    gpu_device: str
+    gpu_devfreq: str
+    policy_of_core: dict[int, int]  # core -> first core of its cluster (cpufreq policy id)
+    hwmon_of_i2c: dict[str, str]  # "1-0040" -> hwmon directory
+
+    @classmethod
+    def of(cls, device: DeviceSpec) -> "TreePaths":
+        gpu_device = f"sys/devices/platform/bus@0/{device.gpu_devfreq_name}"
+        policy = {core: cluster[0] for cluster in device.cpu_clusters for core in cluster}
+        i2c_devices = sorted({r.i2c_device for r in device.rails})
+        hwmon = {dev: f"{_I2C_BUS_DIR}/i2c-{dev.split('-')[0]}/{dev}/hwmon/hwmon{_FIRST_HWMON_INDEX + i}"
+                 for i, dev in enumerate(i2c_devices)}
+        return cls(gpu_device, f"{gpu_device}/devfreq/{device.gpu_devfreq_name}", policy, hwmon)
+
+    def policy_dir(self, core: int) -> str:
+        return f"{CPU_DIR}/cpufreq/policy{self.policy_of_core[core]}"
+
+
+# ---- small file helpers ------------------------------------------------------------------------
+def _write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="ascii")
+
+
+def _write_atomic(root: Path, rel: str, text: str) -> None:
+    """Replace a measurement file in one step (readers see the old or the new value)."""
+    path = root / rel
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="ascii")
+    except FileNotFoundError:  # first write of this file (render_tree); later updates skip this
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="ascii")
+    os.replace(tmp, path)
+
+
+def _link(root: Path, rel_link: str, rel_target: str) -> None:
+    """A relative symlink, so the tree can be moved or copied."""
+    link = root / rel_link
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        return
+    link.symlink_to(os.path.relpath(root / rel_target, link.parent))
+
+
+def _read(root: Path, rel: str) -> str | None:
+    try:
+        return (root / rel).read_text(encoding="ascii", errors="replace").strip().rstrip("\x00")
+    except OSError:
+        return None
+
+
+def _read_int(root: Path, rel: str) -> int | None:
+    text = _read(root, rel)
+    try:
+        return int(text.split()[0]) if text else None
+    except ValueError:
+        return None
+
+
+def _khz(freq_hz: float) -> str:
+    return f"{int(round(freq_hz / 1e3))}\n"
+
+
+def _hz(freq_hz: float) -> str:
+    return f"{int(round(freq_hz))}\n"
+
+
+def _cpu_range(cores: list[int]) -> str:
+    """Kernel cpulist format: ``0-3,8``."""
+    spans, start = [], None
+    for i, core in enumerate(cores):
+        if start is None:
+            start = core
+        if i + 1 == len(cores) or cores[i + 1] != core + 1:
+            spans.append(str(start) if start == core else f"{start}-{core}")
+            start = None
+    return ",".join(spans) + "\n"
+
+
+# ---- render -------------------------------------------------------------------------------------
+def render_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None:
+    """Write the complete tree for ``device`` in ``state`` under ``root``."""
+    root = Path(root)
+    paths = TreePaths.of(device)
+    _render_device_tree(root, device, paths)
+    _render_cpus(root, device, state, paths)
+    _render_gpu(root, device, state, paths)
+    _render_emc(root, device, state)
+    _render_rails(root, device, paths)
+    _render_thermal(root, state)
+    _render_nvpmodel(root, device, state, paths)
+    update_tree(root, device, state)
+
+
+def _render_device_tree(root: Path, device: DeviceSpec, paths: TreePaths) -> None:
+    board = BOARDS[device.key]
+    _write(root, f"{_DT_BASE}/model", board.model + "\x00")
+    _write(root, f"{_DT_BASE}/compatible", "\x00".join(compatible_strings(board)) + "\x00")
+    gpu_node = f"{_DT_BASE}/bus@0/{device.gpu_of_node_name}@{device.gpu_devfreq_name.split('.')[0]}"
+    _write(root, f"{gpu_node}/name", device.gpu_of_node_name + "\x00")
+    _link(root, f"{paths.gpu_device}/of_node", gpu_node)
+    _link(root, "proc/device-tree", _DT_BASE)
+
+
+def _render_cpus(root: Path, device: DeviceSpec, state: BoardState, paths: TreePaths) -> None:
+    cores = list(range(device.cpu_cores))
+    for name in ("possible", "present"):
+        _write(root, f"{CPU_DIR}/{name}", _cpu_range(cores))
+    table_khz = " ".join(str(int(round(f / 1e3))) for f in sorted(device.cpu_freqs_hz)) + "\n"
+    for cluster in device.cpu_clusters:
+        policy, lead = paths.policy_dir(cluster[0]), cluster[0]
+        _write(root, f"{policy}/scaling_available_frequencies", table_khz)
+        _write(root, f"{policy}/scaling_available_governors", "schedutil performance userspace\n")
+        _write(root, f"{policy}/scaling_governor", "schedutil\n")
+        _write(root, f"{policy}/cpuinfo_min_freq", _khz(min(device.cpu_freqs_hz)))
+        _write(root, f"{policy}/cpuinfo_max_freq", _khz(device.cpu_max_freq_hz))
+        _write(root, f"{policy}/related_cpus", " ".join(map(str, cluster)) + "\n")
+        _write(root, f"{policy}/affected_cpus", " ".join(map(str, cluster)) + "\n")
+        _write(root, f"{policy}/scaling_min_freq", _khz(state.cpu_min_freq_hz[lead]))
+        _write(root, f"{policy}/scaling_max_freq", _khz(state.cpu_max_freq_hz[lead]))
+        for core in cluster:
+            _link(root, f"{CPU_DIR}/cpu{core}/cpufreq", policy)
+    for core in cores:
+        _write(root, f"{CPU_DIR}/cpu{core}/online", "1\n" if state.cpu_online[core] else "0\n")
+
+
+def _render_gpu(root: Path, device: DeviceSpec, state: BoardState, paths: TreePaths) -> None:
+    devfreq = paths.gpu_devfreq
+    _write(root, f"{devfreq}/available_frequencies",
+           " ".join(str(int(round(f))) for f in sorted(device.gpu_freqs_hz)) + "\n")
+    _write(root, f"{devfreq}/available_governors", "nvhost_podgov userspace performance simple_ondemand\n")
+    _write(root, f"{devfreq}/governor", "nvhost_podgov\n")
+    _write(root, f"{devfreq}/min_freq", _hz(state.gpu_min_freq_hz))
+    _write(root, f"{devfreq}/max_freq", _hz(state.gpu_max_freq_hz))
+    _link(root, f"{devfreq}/device", paths.gpu_device)
+    _link(root, f"sys/class/devfreq/{device.gpu_devfreq_name}", devfreq)
+    _link(root, "sys/devices/gpu.0", paths.gpu_device)
+    _write(root, f"{paths.gpu_device}/tpc_pg_mask", f"{state.tpc_pg_mask}\n")
+    _write(root, f"{paths.gpu_device}/railgate_enable", "1\n")
+    _write(root, f"{paths.gpu_device}/power/control", "auto\n")
+
+
+def _render_emc(root: Path, device: DeviceSpec, state: BoardState) -> None:
+    # The hardware range lives in debugfs; nvpmodel's cap is emc_iso_cap (0 = no cap).
+    _write(root, f"{EMC_CLK_DIR}/min_rate", _hz(state.emc_min_hz))
+    _write(root, f"{EMC_CLK_DIR}/max_rate", _hz(device.emc_max_freq_hz))
+    _write(root, f"{EMC_CLK_DIR}/mrq_rate_locked", "0\n")
+    capped = state.emc_max_hz < device.emc_max_freq_hz
+    _write(root, EMC_ISO_CAP, _hz(state.emc_max_hz) if capped else "0\n")
+
+
+def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths) -> None:
+    for dev, hwmon in paths.hwmon_of_i2c.items():
+        device_dir = str(Path(hwmon).parent.parent)
+        _write(root, f"{device_dir}/name", "ina3221\n")
+        _write(root, f"{hwmon}/name", "ina3221\n")
+        _link(root, f"sys/bus/i2c/devices/{dev}", device_dir)
+        _link(root, f"sys/bus/i2c/drivers/ina3221/{dev}", device_dir)
+        _link(root, f"sys/class/hwmon/{Path(hwmon).name}", hwmon)
+    for rail in device.rails:
+        hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
+        _write(root, f"{hwmon}/in{k}_label", rail.label + "\n")
+        _write(root, f"{hwmon}/curr{k}_max", f"{_RAIL_WARN_MA}\n")
+        _write(root, f"{hwmon}/curr{k}_crit", f"{_RAIL_CRIT_MA}\n")
+        _write(root, f"{hwmon}/curr{k}_max_alarm", "0\n")
+        _write(root, f"{hwmon}/curr{k}_crit_alarm", "0\n")
+
+
+def _render_thermal(root: Path, state: BoardState) -> None:
+    for index, zone_type in enumerate(state.temperatures_c):
+        zone = f"{THERMAL_DIR}/thermal_zone{index}"
+        _write(root, f"{zone}/type", zone_type + "\n")
+        _link(root, f"sys/class/thermal/thermal_zone{index}", zone)
+
+
+def _render_nvpmodel(root: Path, device: DeviceSpec, state: BoardState, paths: TreePaths) -> None:
+    conf_rel = f"etc/nvpmodel/{device.nvpmodel_conf_name}"
+    _write(root, conf_rel, nvpmodel_conf_text(device, paths))
+    _link(root, NVPMODEL_CONF_LINK, conf_rel)
+    write_nvpmodel_status(root, state.nvpmodel_mode_id)
+    write_nvpmodel_launcher(root)
+
+
+def write_nvpmodel_status(root: str | Path, mode_id: int) -> None:
+    _write(Path(root), NVPMODEL_STATUS, f"pmode:{mode_id:04d} fmode:quiet\n")
+
+
+def read_nvpmodel_status(root: str | Path) -> int | None:
+    text = _read(Path(root), NVPMODEL_STATUS) or ""
+    for word in text.split():
+        if word.startswith("pmode:") and word[6:].isdigit():
+            return int(word[6:])
+    return None
+
+
+def write_nvpmodel_launcher(root: str | Path) -> Path:
+    """``<root>/usr/bin/nvpmodel``: runs the emulation on this tree with this interpreter.
+    ``exec`` keeps a single process, so a caller's timeout kill reaches the emulator itself."""
+    root = Path(root).resolve()
+    package_parent = Path(__file__).resolve().parents[2]
+    script = root / NVPMODEL_LAUNCHER
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(
+        "#!/bin/sh\n"
+        f"PYTHONPATH='{package_parent}'${{PYTHONPATH:+:$PYTHONPATH}}\n"
+        "export PYTHONPATH\n"
+        f"exec '{sys.executable}' -m edge_roofline.virtual.nvpmodel_emu --root '{root}' \"$@\"\n",
+        encoding="utf-8")
+    script.chmod(0o755)
+    return script
+
+
+def cpu_clock_param(device: DeviceSpec, cluster_index: int) -> str:
+    return f"{_CPU_CLOCK_NAMES.get(device.cpu_core_name, 'CPU')}_{cluster_index}"
+
+
+def nvpmodel_conf_text(device: DeviceSpec, paths: TreePaths | None = None) -> str:
+    """The device's presets in nvpmodel.conf syntax; paths are board paths (``/sys/...``),
+    which the emulation resolves under its root. No-cap values are written as nvpmodel's
+    conf does: -1 for CPU/GPU, 0 for EMC."""
+    paths = paths or TreePaths.of(device)
+    gpu = f"/sys/class/devfreq/{device.gpu_devfreq_name}"
+    out = [f"# nvpmodel configuration for {device.name}, generated from the edge_roofline device",
+           "# catalogue (same sections and syntax as NVIDIA's files).", "",
+           "< PARAM TYPE=FILE NAME=CPU_ONLINE >"]
+    out += [f"CORE_{c} /{CPU_DIR}/cpu{c}/online" for c in range(device.cpu_cores)]
+    out += ["", "< PARAM TYPE=FILE NAME=TPC_POWER_GATING >", "TPC_PG_MASK /sys/devices/gpu.0/tpc_pg_mask"]
+    for index, cluster in enumerate(device.cpu_clusters):
+        policy = f"/{CPU_DIR}/cpu{cluster[0]}/cpufreq"
+        out += ["", f"< PARAM TYPE=CLOCK NAME={cpu_clock_param(device, index)} >",
+                f"FREQ_TABLE {policy}/scaling_available_frequencies",
+                f"MAX_FREQ {policy}/scaling_max_freq", f"MIN_FREQ {policy}/scaling_min_freq"]
+    out += ["", "< PARAM TYPE=CLOCK NAME=GPU >", f"FREQ_TABLE {gpu}/available_frequencies",
+            f"MAX_FREQ {gpu}/max_freq", f"MIN_FREQ {gpu}/min_freq",
+            "", "< PARAM TYPE=CLOCK NAME=EMC >", f"MAX_FREQ /{EMC_ISO_CAP}"]
+    cpu_min_khz = int(round(min(device.cpu_freqs_hz) / 1e3))
+    for preset in device.presets:
+        out += ["", f"< POWER_MODEL ID={preset.mode_id} NAME={preset.name} >"]
+        out += [f"CPU_ONLINE CORE_{c} {int(c < preset.cpu_online_cores)}" for c in range(device.cpu_cores)]
+        out.append(f"TPC_POWER_GATING TPC_PG_MASK {preset.tpc_pg_mask}")
+        cpu_max = -1 if preset.cpu_max_freq_hz is None else int(round(preset.cpu_max_freq_hz / 1e3))
+        for index, cluster in enumerate(device.cpu_clusters):
+            if cluster[0] < preset.cpu_online_cores:  # as NVIDIA's files: online clusters only
+                name = cpu_clock_param(device, index)
+                out += [f"{name} MIN_FREQ {cpu_min_khz}", f"{name} MAX_FREQ {cpu_max}"]
+        gpu_max = -1 if preset.gpu_max_freq_hz is None else int(round(preset.gpu_max_freq_hz))
+        emc_max = 0 if preset.emc_max_freq_hz is None else int(round(preset.emc_max_freq_hz))
+        out += ["GPU MIN_FREQ 0", f"GPU MAX_FREQ {gpu_max}", f"EMC MAX_FREQ {emc_max}"]
+    out += ["", f"< PM_CONFIG DEFAULT={device.default_mode_id} >", ""]
+    return "\n".join(out)
+
+
+# ---- update (measurements only) -----------------------------------------------------------------
+def update_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None:
+    """Rewrite the measurement files from ``state``; caps and flags are left as they are."""
+    root = Path(root)
+    paths = TreePaths.of(device)
+    for cluster in device.cpu_clusters:
+        _write_atomic(root, f"{paths.policy_dir(cluster[0])}/scaling_cur_freq",
+                      _khz(state.cpu_cur_freq_hz[cluster[0]]))
+        _write_atomic(root, f"{paths.policy_dir(cluster[0])}/cpuinfo_cur_freq",
+                      _khz(state.cpu_cur_freq_hz[cluster[0]]))
+    _write_atomic(root, "proc/stat", _proc_stat_text(state))
+    _write_atomic(root, "proc/uptime", f"{state.uptime_s:.2f} {sum(state.cpu_idle_time_s):.2f}\n")
+    _write_atomic(root, "proc/meminfo", _meminfo_text(device, state))
+    _write_atomic(root, f"{paths.gpu_devfreq}/cur_freq", _hz(state.gpu_cur_freq_hz))
+    _write_atomic(root, f"{paths.gpu_device}/load", f"{int(round(min(max(state.gpu_load, 0.0), 1.0) * 1000))}\n")
+    _write_atomic(root, f"{EMC_CLK_DIR}/rate", _hz(state.emc_rate_hz))
+    # jetson-stats reads utilisation percent as mc_all / rate_kHz, so mc_all = pct * rate_kHz.
+    _write_atomic(root, ACTMON_MC_ALL,
+                  f"{int(round(min(max(state.emc_util, 0.0), 1.0) * 100 * state.emc_rate_hz / 1e3))}\n")
+    for rail in device.rails:
+        volts, amps = (0.0, 0.0) if rail.label == "NC" else state.rails.get(rail.label, (0.0, 0.0))
+        hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
+        _write_atomic(root, f"{hwmon}/in{k}_input", f"{int(round(volts * 1000))}\n")
+        _write_atomic(root, f"{hwmon}/curr{k}_input", f"{int(round(amps * 1000))}\n")
+    zones = root / THERMAL_DIR
+    for zone in sorted(zones.glob("thermal_zone*")):
+        zone_type = _read(root, f"{THERMAL_DIR}/{zone.name}/type")
+        if zone_type in state.temperatures_c:
+            _write_atomic(root, f"{THERMAL_DIR}/{zone.name}/temp",
+                          f"{int(round(state.temperatures_c[zone_type] * 1000))}\n")
+
+
+def _proc_stat_text(state: BoardState) -> str:
+    """user nice system idle iowait irq softirq steal guest guest_nice; offline cores are
+    absent, as in the kernel's file."""
+    def line(name: str, busy_s: float, idle_s: float) -> str:
+        return f"{name} {round(busy_s * USER_HZ)} 0 0 {round(idle_s * USER_HZ)} 0 0 0 0 0 0\n"
+    online = [c for c, up in enumerate(state.cpu_online) if up]
+    text = line("cpu ", sum(state.cpu_busy_time_s), sum(state.cpu_idle_time_s))
+    text += "".join(line(f"cpu{c}", state.cpu_busy_time_s[c], state.cpu_idle_time_s[c]) for c in online)
+    return text + f"btime 0\nprocesses 1\nprocs_running {max(1, len(online))}\n"
+
+
+def _meminfo_text(device: DeviceSpec, state: BoardState) -> str:
+    total_kb = device.ram_mb * 1024
+    free_kb = max(total_kb - state.ram_used_mb * 1024, 0)
+    return (f"MemTotal: {total_kb:>14} kB\nMemFree: {free_kb:>15} kB\nMemAvailable: {free_kb:>10} kB\n"
+            f"Buffers: {0:>15} kB\nCached: {0:>16} kB\nSwapTotal: {0:>13} kB\nSwapFree: {0:>14} kB\n")
+
+
+# ---- read back ----------------------------------------------------------------------------------
+def read_state(root: str | Path, device: DeviceSpec) -> BoardState:
+    """The tree as a BoardState. Controls (mode, online flags, min/max caps, TPC mask, EMC cap)
+    are what a client last wrote; ``cpu_busy`` is the lifetime mean from /proc/stat, so a
+    physics model should keep its own per-interval busy fractions."""
+    root = Path(root)
+    paths = TreePaths.of(device)
+    cores = range(device.cpu_cores)
+
+    def policy_hz(core: int, name: str, fallback: float) -> float:
+        value = _read_int(root, f"{paths.policy_dir(core)}/{name}")
+        return fallback if value is None else value * 1e3
+
+    busy_s, idle_s = _read_proc_stat_seconds(root, device.cpu_cores)
+    emc_max_rate = _read_int(root, f"{EMC_CLK_DIR}/max_rate") or device.emc_max_freq_hz
+    emc_cap = _read_int(root, EMC_ISO_CAP) or 0
+    rate_hz = float(_read_int(root, f"{EMC_CLK_DIR}/rate") or min(device.emc_freqs_hz))
+    mc_all = _read_int(root, ACTMON_MC_ALL) or 0
+    total_kb = _meminfo_kb(root, "MemTotal")
+    available_kb = _meminfo_kb(root, "MemAvailable")
+    mode_id = read_nvpmodel_status(root)
+    return BoardState(
+        nvpmodel_mode_id=device.default_mode_id if mode_id is None else mode_id,
+        cpu_online=[_read_int(root, f"{CPU_DIR}/cpu{c}/online") != 0 for c in cores],
+        cpu_cur_freq_hz=[policy_hz(c, "scaling_cur_freq", min(device.cpu_freqs_hz)) for c in cores],
+        cpu_min_freq_hz=[policy_hz(c, "scaling_min_freq", min(device.cpu_freqs_hz)) for c in cores],
+        cpu_max_freq_hz=[policy_hz(c, "scaling_max_freq", device.cpu_max_freq_hz) for c in cores],
+        cpu_busy=[b / (b + i) if b + i > 0 else 0.0 for b, i in zip(busy_s, idle_s)],
+        gpu_cur_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/cur_freq") or min(device.gpu_freqs_hz)),
+        gpu_min_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/min_freq") or min(device.gpu_freqs_hz)),
+        gpu_max_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/max_freq") or device.gpu_max_freq_hz),
+        gpu_load=(_read_int(root, f"{paths.gpu_device}/load") or 0) / 1000.0,
+        tpc_pg_mask=_read_int(root, f"{paths.gpu_device}/tpc_pg_mask") or 0,
+        emc_rate_hz=rate_hz,
+        emc_min_hz=float(_read_int(root, f"{EMC_CLK_DIR}/min_rate") or min(device.emc_freqs_hz)),
+        emc_max_hz=float(min(emc_max_rate, emc_cap) if emc_cap > 0 else emc_max_rate),
+        emc_util=mc_all / 100.0 / (rate_hz / 1e3) if rate_hz else 0.0,
+        rails=_read_rails(root, device, paths),
+        temperatures_c=_read_temperatures(root),
+        uptime_s=float((_read(root, "proc/uptime") or "0").split()[0]),
+        cpu_busy_time_s=busy_s, cpu_idle_time_s=idle_s,
+        ram_used_mb=(total_kb - available_kb) // 1024 if total_kb and available_kb is not None else 0,
+    )
+
+
+def _read_proc_stat_seconds(root: Path, cores: int) -> tuple[list[float], list[float]]:
+    busy, idle = [0.0] * cores, [0.0] * cores
+    for line in (_read_all(root, "proc/stat") or "").splitlines():
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) < cores:
+            values = [int(v) for v in fields]
+            core = int(name[3:])
+            idle[core] = (values[3] + values[4]) / USER_HZ
+            busy[core] = (sum(values[:8]) - values[3] - values[4]) / USER_HZ
+    return busy, idle
+
+
+def _read_all(root: Path, rel: str) -> str | None:
+    try:
+        return (root / rel).read_text(encoding="ascii")
+    except OSError:
+        return None
+
+
+def _meminfo_kb(root: Path, key: str) -> int | None:
+    for line in (_read_all(root, "proc/meminfo") or "").splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return None
+
+
+def _read_rails(root: Path, device: DeviceSpec, paths: TreePaths) -> dict[str, tuple[float, float]]:
+    rails = {}
+    for rail in device.rails:
+        if rail.label == "NC":
+            continue
+        hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
+        millivolts, milliamps = _read_int(root, f"{hwmon}/in{k}_input"), _read_int(root, f"{hwmon}/curr{k}_input")
+        if millivolts is not None and milliamps is not None:
+            rails[rail.label] = (millivolts / 1000.0, milliamps / 1000.0)
+    return rails
+
+
+def _read_temperatures(root: Path) -> dict[str, float]:
+    temps = {}
+    for zone in sorted((root / THERMAL_DIR).glob("thermal_zone*"), key=lambda p: int(p.name[12:])):
+        zone_type = _read(root, f"{THERMAL_DIR}/{zone.name}/type")
+        millideg = _read_int(root, f"{THERMAL_DIR}/{zone.name}/temp")
+        if zone_type and millideg is not None:
+            temps[zone_type] = millideg / 1000.0
+    return temps

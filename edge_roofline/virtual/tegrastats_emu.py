@@ -1,0 +1,58 @@
+"""tegrastats lines from a ``BoardState``, in the real format (JetPack 5 on AGX Orin, as root):
+
+``01-03-2023 16:07:54 RAM 2257/30536MB (lfb 5392x4MB) SWAP 0/15268MB (cached 0MB)
+CPU [2%@729,off,...] EMC_FREQ 0%@204 GR3D_FREQ 0%@306 VIC_FREQ 115 APE 233 cpu@41.437C ...
+VDD_GPU_SOC 2390mW/2390mW ... NC 0mW/0mW``
+
+Loads and clocks are integers (percent, MHz); power fields are instant/average mW, in the
+INA3221 channel order, NC channels included as tegrastats prints them. ``gpu_per_gpc`` prints
+JetPack 6's ``GR3D_FREQ 14%@[407,407]`` form.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.virtual.state import BoardState
+
+_LFB_BLOCKS = 512  # largest-free-block count: not modelled, a plausible constant
+_VIC_MHZ = 115
+_APE_MHZ = 233
+
+
+def _mhz(freq_hz: float) -> int:
+    return int(freq_hz / 1e6)
+
+
+def _pct(fraction: float) -> int:
+    return int(round(min(max(fraction, 0.0), 1.0) * 100))
+
+
+def rail_power_mw(device: DeviceSpec, state: BoardState) -> list[tuple[str, int]]:
+    """(label, instant mW) per INA3221 channel in device order; NC channels read 0."""
+    out = []
+    for rail in device.rails:
+        volts, amps = (0.0, 0.0) if rail.label == "NC" else state.rails.get(rail.label, (0.0, 0.0))
+        out.append((rail.label, int(round(volts * amps * 1000))))
+    return out
+
+
+def format_line(device: DeviceSpec, state: BoardState, timestamp: datetime,
+                averages_mw: dict[str, int] | None = None, gpu_per_gpc: bool = False) -> str:
+    """One tegrastats line; ``averages_mw`` (label -> mW) gives the average fields (default:
+    the instant values, as tegrastats prints on its first line)."""
+    cpus = ",".join(f"{_pct(state.cpu_busy[c])}%@{_mhz(state.cpu_cur_freq_hz[c])}" if up else "off"
+                    for c, up in enumerate(state.cpu_online))
+    gpu_mhz = _mhz(state.gpu_cur_freq_hz)
+    gpcs = max(1, device.gpu_tpc_count // 4)  # Orin: 2 GPCs of 4 TPCs
+    gr3d = (f"{_pct(state.gpu_load)}%@[{','.join([str(gpu_mhz)] * gpcs)}]" if gpu_per_gpc
+            else f"{_pct(state.gpu_load)}%@{gpu_mhz}")
+    temps = " ".join(f"{zone.split('-')[0]}@{celsius:.3f}C".replace(".000C", "C")
+                     for zone, celsius in state.temperatures_c.items())
+    averages = averages_mw or {}
+    watts = " ".join(f"{label} {mw}mW/{averages.get(label, mw)}mW" for label, mw in rail_power_mw(device, state))
+    return (f"{timestamp:%m-%d-%Y %H:%M:%S} RAM {state.ram_used_mb}/{device.ram_mb}MB "
+            f"(lfb {_LFB_BLOCKS}x4MB) SWAP 0/0MB (cached 0MB) CPU [{cpus}] "
+            f"EMC_FREQ {_pct(state.emc_util)}%@{_mhz(state.emc_rate_hz)} GR3D_FREQ {gr3d} "
+            f"VIC_FREQ {_VIC_MHZ} APE {_APE_MHZ} {temps} {watts}")
