@@ -1,5 +1,6 @@
 """One-shot end-to-end check of the TensorRT backend on a real GPU: build a zoo model's
-engine, reload it from the cache without rebuilding, profile, check that the layer -> ONNX
+engine (with its sidecar), load it as a prebuilt engine, reload it from the cache without
+rebuilding, profile, check that the layer -> ONNX
 node mapping covers every node once, and compare outputs with ONNX Runtime. Exits non-zero on
 the first failure.
 
@@ -37,7 +38,13 @@ def main() -> int:
 
     with create_backend("tensorrt", **opts) as trt_backend:
         trt_backend.load(model)
-        check(trt_backend.built and trt_backend.engine_path.exists(), f"built {trt_backend.engine_path}")
+        engine_path = trt_backend.engine_path
+        check(trt_backend.built and engine_path.exists() and engine_path.with_suffix(".json").exists(),
+              f"built {engine_path} (+ sidecar)")
+    with create_backend("tensorrt", mapping_onnx=model, **opts) as prebuilt:
+        prebuilt.load(engine_path)
+        check(any(l.onnx_nodes for l in prebuilt.describe_layers()),
+              "prebuilt engine loads and maps to the ONNX given as mapping_onnx")
     with create_backend("tensorrt", **opts) as trt_backend:
         trt_backend.load(model)
         check(not trt_backend.built, "second load is a cache hit (no rebuild)")

@@ -85,6 +85,14 @@ def test_fused_layers_are_named_after_their_kernels(backend, resnet18_small):
     assert stem.op_type == "FusedConv"
 
 
+def test_a_3d_matmul_add_rewritten_as_reshape_gemm_reshape_is_one_layer(backend):
+    from edge_roofline import zoo
+    backend.load(zoo.build("lstm", seq_len=10))
+    (layer,) = [l for l in backend.describe_layers() if "classifier.add" in l.onnx_nodes]
+    assert layer.onnx_nodes == ("classifier.matmul", "classifier.add")
+    assert layer.op_type == "Reshape+Gemm+Reshape" and len(layer.extra["kernels"]) == 3
+
+
 def test_profiling_is_off_on_the_fast_path(backend, tiny_cnn, tiny_feeds, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # ORT would write traces to the working directory
     backend.load(tiny_cnn)

@@ -130,3 +130,16 @@ def test_a_prebuilt_engine_maps_layers_when_given_its_onnx(runtime, tmp_path, ti
 def test_int8_needs_a_calibration_cache(runtime, tmp_path):
     with pytest.raises(ValueError, match="calibration_cache"):
         _backend(tmp_path, precision="int8")
+
+
+def test_the_gpu_smoke_script_passes_on_the_stand_in(runtime, tmp_path, monkeypatch, capsys):
+    import importlib.util
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[2] / "scripts" / "trt_smoke.py"
+    spec = importlib.util.spec_from_file_location("trt_smoke", script)
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    monkeypatch.setattr("sys.argv", ["trt_smoke.py", "--cache", str(tmp_path / "c")])
+    assert smoke.main() == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "cache hit" in out and "vs ORT" in out
