@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from edge_roofline.backends.base import (
-    InferenceBackend, LayerInfo, LayerProfile, ModelLoadError, RunResult, TensorInfo,
+    BackendError, InferenceBackend, LayerInfo, LayerProfile, ModelLoadError, RunResult, TensorInfo,
     nonfinite_outputs,
 )
 from edge_roofline.backends.onnxruntime_backend import OnnxRuntimeBackend
@@ -31,7 +31,11 @@ class VirtualBackend(InferenceBackend):
 
     def _board(self):
         if self.board is None:
-            from edge_roofline.virtual.board import VirtualBoard
+            try:
+                from edge_roofline.virtual.board import VirtualBoard
+            except ImportError as e:
+                raise BackendError(f"the virtual board is not available ({e}); pass board= or "
+                                   "platform= explicitly") from e
             self.board = VirtualBoard()
         return self.board
 
