@@ -24,6 +24,7 @@ _VERBOSE_DEFAULT_RE = re.compile(r"PM_CONFIG:\s*DEFAULT=(\S+)\((\d+)\)")
 _VERBOSE_MODEL_RE = re.compile(r"POWER_MODEL:\s*ID=(\d+)\s+NAME=(\S+)")
 _SECTION_RE = re.compile(r"^<\s*(\w+)\s*(.*?)\s*>$")
 _ATTR_RE = re.compile(r"(\w+)=(\S+)")
+_QUERY_VERBOSE_RE = re.compile(r"PARAM (\w+): ARG (\w+): PATH \S+ REAL_VAL: (-?\d+) CONF_VAL: (-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ def parse_verbose(output: str) -> tuple[int | None, dict[int, str]]:
     return (int(default.group(2)) if default else None), models
 
 
+def parse_query_verbose(output: str) -> dict[tuple[str, str], tuple[int, int]]:
+    """``-q --verbose``: {(PARAM, ARG): (value in the file now, value in the conf)}; lines
+    look like ``NVPM VERB: PARAM GPU: ARG MAX_FREQ: PATH /sys/...: REAL_VAL: n CONF_VAL: n``."""
+    return {(p, a): (int(real), int(conf)) for p, a, real, conf in _QUERY_VERBOSE_RE.findall(output)}
+
+
 class Nvpmodel:
     def __init__(self, cmd: tuple[str, ...] = ("nvpmodel",), timeout_s: float = DEFAULT_TIMEOUT_S):
         self.cmd = tuple(cmd)
@@ -118,6 +125,9 @@ class Nvpmodel:
 
     def query(self) -> ModeQuery:
         return parse_query(self._run("-q"))
+
+    def query_verbose(self) -> dict[tuple[str, str], tuple[int, int]]:
+        return parse_query_verbose(self._run("-q", "--verbose"))
 
     def list_modes(self) -> tuple[int | None, dict[int, str]]:
         return parse_verbose(self._run("-p", "--verbose"))
