@@ -77,9 +77,16 @@ def _write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="ascii")
 
 
+# Last text written per measurement file, so an update skips values that did not change
+# (most rails and temperatures between two physics steps). render_tree forgets a root's entries.
+_LAST_WRITTEN: dict[Path, str] = {}
+
+
 def _write_atomic(root: Path, rel: str, text: str) -> None:
     """Replace a measurement file in one step (readers see the old or the new value)."""
     path = root / rel
+    if _LAST_WRITTEN.get(path) == text:
+        return
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(text, encoding="ascii")
@@ -87,6 +94,7 @@ def _write_atomic(root: Path, rel: str, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="ascii")
     os.replace(tmp, path)
+    _LAST_WRITTEN[path] = text
 
 
 def _link(root: Path, rel_link: str, rel_target: str) -> None:
@@ -137,6 +145,8 @@ def _cpu_range(cores: list[int]) -> str:
 def render_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None:
     """Write the complete tree for ``device`` in ``state`` under ``root``."""
     root = Path(root)
+    for path in [p for p in _LAST_WRITTEN if p.is_relative_to(root)]:
+        del _LAST_WRITTEN[path]
     paths = TreePaths.of(device)
     _render_device_tree(root, device, paths)
     _render_cpus(root, device, state, paths)
