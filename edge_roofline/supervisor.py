@@ -51,6 +51,8 @@ class Supervisor:
         proc = subprocess.Popen(node_command(executable, node_name, params_file, overrides or {}),
                                 env=self.env, stdout=out, stderr=subprocess.STDOUT if out is not None else None,
                                 start_new_session=True)  # our own Ctrl-C handling decides when children stop
+        if log_path is not None:
+            out.close()  # the child holds its own descriptor
         child = Managed(node_name, proc, log_path)
         self.children.append(child)
         return child

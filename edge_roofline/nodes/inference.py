@@ -74,7 +74,9 @@ class InferenceNode(Node):
         else:
             self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
         self.add_on_set_parameters_callback(self.on_parameters)
-        self._chart_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        # Chart rendering and model switches run here, off the serving thread, and are
+        # waited for at teardown.
+        self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._running = True
         self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
         self._worker.start()
@@ -134,7 +136,7 @@ class InferenceNode(Node):
             config = self._config(p)
         except ValueError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
-        threading.Thread(target=self._switch, args=(config, p), daemon=True).start()
+        self._background.submit(self._switch, config, p)
         return SetParametersResult(successful=True)
 
     def _switch(self, config: InferenceConfig, p: dict) -> None:
@@ -167,7 +169,7 @@ class InferenceNode(Node):
                     sample_count=self.pipeline.config.profile_runs))
                 if self.chart_pub is not None:
                     # Rendering takes ~0.1-0.3 s: off the serving thread.
-                    self._chart_pool.submit(self._publish_chart, result.report, result.model_id)
+                    self._background.submit(self._publish_chart, result.report, result.model_id)
 
     def _publish_chart(self, report, model_id: str) -> None:
         sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""
@@ -180,7 +182,7 @@ class InferenceNode(Node):
         self.pipeline.wake()
         self._worker.join()  # ends after the frame in hand
         # No thread may touch the node or the model once they are gone (a C++ terminate otherwise).
-        self._chart_pool.shutdown(wait=True, cancel_futures=True)
+        self._background.shutdown(wait=True, cancel_futures=True)
         self.pipeline.close()
         super().destroy_node()
 

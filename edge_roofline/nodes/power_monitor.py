@@ -51,20 +51,22 @@ class PowerMonitor(Node):
         self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
         self.create_service(GetPowerMode, topics.POWER_GET_MODE, self.on_get_mode)
         self.create_service(SetPowerMode, topics.POWER_SET_MODE, self.on_set_mode)
-        self._diag_window = None
+        self._last_window = None
         self.sampler.start()
         self.get_logger().info(f"monitoring {self.identity.model} ({self.identity.kind}) "
                                f"at {p['sample_rate_hz']:.0f} Hz")
 
     def publish_telemetry(self) -> None:
         window = self.sampler.take_window()
-        self._diag_window = window
+        self._last_window = window
         msg = convert.power_telemetry_msg(window, self.get_clock().now().to_msg(), self.identity.model,
                                           self._current_point())
         self.telemetry_pub.publish(msg)
 
     def publish_diagnostics(self) -> None:
-        window = self._diag_window or self.sampler.take_window()
+        window = self._last_window
+        if window is None:  # taking a window here would withhold its energy from the telemetry
+            return
         statuses = diagnostics.evaluate(window, self.thresholds, self.identity.model)
         self.diagnostics_pub.publish(
             convert.diagnostic_array_msg(statuses, self.get_clock().now().to_msg(), self.identity.model))

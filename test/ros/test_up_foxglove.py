@@ -89,11 +89,12 @@ def test_up_serves_foxglove_and_stops_cleanly(ros_env, tmp_path):
     finally:
         up.send_signal(signal.SIGINT)
         out, _ = up.communicate(timeout=60)
-    assert set(got) == wanted, out
+    logs = "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((tmp_path / "logs").glob("*.log")))
+    assert set(got) == wanted, out + logs
     report = decode(*got[topics.ROOFLINE_REPORT])
     power = decode(*got[topics.POWER_TELEMETRY])
     assert report.model_id == "zoo:tiny_cnn" and len(report.layers) > 5
     assert power.source == "cpu (no power sensor)"
-    assert up.returncode == 0, out
+    assert up.returncode == 0, out + logs
     stopped = next(line for line in out.splitlines() if line.startswith("stopped:"))
-    assert all(part.endswith("=0") for part in stopped[len("stopped: "):].split(", ")), stopped
+    assert all(part.endswith("=0") for part in stopped[len("stopped: "):].split(", ")), stopped + "\n" + logs
