@@ -12,18 +12,26 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, Platform, PlatformError,
-                                          PlatformInitError, TelemetrySample)
-
-SIMULATION_SOURCE = "virtual (SIMULATION)"
+from edge_roofline.platforms.base import (SIMULATION_SOURCE, DeviceIdentity, OperatingPoint, Platform,
+                                          PlatformError, PlatformInitError, TelemetrySample)
 
 
 class SimulationLabelled(Platform):
     """A platform reading a virtual Jetson's tree: everything it reports is marked simulated."""
 
-    def __init__(self, inner: Platform, device_key: str) -> None:
+    def __init__(self, inner: Platform, device_key: str, root: str | Path) -> None:
         self.inner = inner
         self.device_key = device_key
+        self.root = Path(root)
+        self._board = None
+
+    @property
+    def board(self):
+        """The live board's client, for the virtual backend (times inferences with its physics)."""
+        if self._board is None:
+            from edge_roofline.virtual.live import LiveBoardClient
+            self._board = LiveBoardClient(self.root)
+        return self._board
 
     def identity(self) -> DeviceIdentity:
         ident = self.inner.identity()
@@ -47,6 +55,8 @@ class SimulationLabelled(Platform):
         self.inner.restore()
 
     def close(self) -> None:
+        if self._board is not None:
+            self._board.close()
         self.inner.close()
 
 
@@ -84,7 +94,7 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
                 f"(`edge-roofline up` does both)")
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
         inner = jetson(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
-        return SimulationLabelled(inner, arg)
+        return SimulationLabelled(inner, arg, sysfs_root)
     if kind == "auto":
         problems = []
         for candidate in ("jetson", "nvml", "cpu"):

@@ -11,6 +11,10 @@ import abc
 from dataclasses import dataclass, field, replace
 
 
+# The source label of every sample a virtual Jetson produces, so none can pass for a measurement.
+SIMULATION_SOURCE = "virtual (SIMULATION)"
+
+
 class PlatformError(RuntimeError):
     """Base class of platform errors; the message names the problem and the fix."""
 

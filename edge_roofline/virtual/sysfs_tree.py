@@ -345,7 +345,7 @@ def update_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None
         zone_type = _read(root, f"{THERMAL_DIR}/{zone.name}/type")
         if zone_type in state.temperatures_c:
             _write_atomic(root, f"{THERMAL_DIR}/{zone.name}/temp",
-                          f"{int(round(state.temperatures_c[zone_type] * 1000))}\n")
+                          f"{int(round(state.temperatures_c[zone_type] * 32) * 1000 / 32)}\n")  # 1/32 C steps, as Orin shows
 
 
 def _proc_stat_text(state: BoardState) -> str:
@@ -367,41 +367,67 @@ def _meminfo_text(device: DeviceSpec, state: BoardState) -> str:
 
 
 # ---- read back ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Controls:
+    """What clients write: nvpmodel mode, online cores, min/max caps, TPC mask, EMC cap."""
+
+    nvpmodel_mode_id: int
+    cpu_online: list[bool]
+    cpu_min_freq_hz: list[float]
+    cpu_max_freq_hz: list[float]
+    gpu_min_freq_hz: float
+    gpu_max_freq_hz: float
+    tpc_pg_mask: int
+    emc_min_hz: float
+    emc_max_hz: float
+
+
+def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
+    """The control files only (about 25 reads on AGX Orin), for a board that follows them live.
+    The EMC cap is the lower of debugfs ``max_rate`` and ``emc_iso_cap``."""
+    root = Path(root)
+    paths = TreePaths.of(device)
+    policy_hz = {}
+    for cluster in device.cpu_clusters:
+        for name, fallback in (("scaling_min_freq", min(device.cpu_freqs_hz)), ("scaling_max_freq", device.cpu_max_freq_hz)):
+            value = _read_int(root, f"{paths.policy_dir(cluster[0])}/{name}")
+            policy_hz[cluster[0], name] = fallback if value is None else value * 1e3
+    cores = range(device.cpu_cores)
+    emc_max_rate = _read_int(root, f"{EMC_CLK_DIR}/max_rate") or device.emc_max_freq_hz
+    emc_cap = _read_int(root, EMC_ISO_CAP) or 0
+    mode_id = read_nvpmodel_status(root)
+    return Controls(
+        nvpmodel_mode_id=device.default_mode_id if mode_id is None else mode_id,
+        cpu_online=[_read_int(root, f"{CPU_DIR}/cpu{c}/online") != 0 for c in cores],
+        cpu_min_freq_hz=[policy_hz[paths.policy_of_core[c], "scaling_min_freq"] for c in cores],
+        cpu_max_freq_hz=[policy_hz[paths.policy_of_core[c], "scaling_max_freq"] for c in cores],
+        gpu_min_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/min_freq") or min(device.gpu_freqs_hz)),
+        gpu_max_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/max_freq") or device.gpu_max_freq_hz),
+        tpc_pg_mask=_read_int(root, f"{paths.gpu_device}/tpc_pg_mask") or 0,
+        emc_min_hz=float(_read_int(root, f"{EMC_CLK_DIR}/min_rate") or min(device.emc_freqs_hz)),
+        emc_max_hz=float(min(emc_max_rate, emc_cap) if emc_cap > 0 else emc_max_rate))
+
+
 def read_state(root: str | Path, device: DeviceSpec) -> BoardState:
     """The tree as a BoardState. Controls (mode, online flags, min/max caps, TPC mask, EMC cap)
     are what a client last wrote; ``cpu_busy`` is the lifetime mean from /proc/stat, so a
     physics model should keep its own per-interval busy fractions."""
     root = Path(root)
     paths = TreePaths.of(device)
-    cores = range(device.cpu_cores)
-
-    def policy_hz(core: int, name: str, fallback: float) -> float:
-        value = _read_int(root, f"{paths.policy_dir(core)}/{name}")
-        return fallback if value is None else value * 1e3
-
+    controls = read_controls(root, device)
     busy_s, idle_s = _read_proc_stat_seconds(root, device.cpu_cores)
-    emc_max_rate = _read_int(root, f"{EMC_CLK_DIR}/max_rate") or device.emc_max_freq_hz
-    emc_cap = _read_int(root, EMC_ISO_CAP) or 0
     rate_hz = float(_read_int(root, f"{EMC_CLK_DIR}/rate") or min(device.emc_freqs_hz))
     mc_all = _read_int(root, ACTMON_MC_ALL) or 0
     total_kb = _meminfo_kb(root, "MemTotal")
     available_kb = _meminfo_kb(root, "MemAvailable")
-    mode_id = read_nvpmodel_status(root)
     return BoardState(
-        nvpmodel_mode_id=device.default_mode_id if mode_id is None else mode_id,
-        cpu_online=[_read_int(root, f"{CPU_DIR}/cpu{c}/online") != 0 for c in cores],
-        cpu_cur_freq_hz=[policy_hz(c, "scaling_cur_freq", min(device.cpu_freqs_hz)) for c in cores],
-        cpu_min_freq_hz=[policy_hz(c, "scaling_min_freq", min(device.cpu_freqs_hz)) for c in cores],
-        cpu_max_freq_hz=[policy_hz(c, "scaling_max_freq", device.cpu_max_freq_hz) for c in cores],
+        **controls.__dict__,
+        cpu_cur_freq_hz=[(_read_int(root, f"{paths.policy_dir(c)}/scaling_cur_freq") or min(device.cpu_freqs_hz) / 1e3) * 1e3
+                         for c in range(device.cpu_cores)],
         cpu_busy=[b / (b + i) if b + i > 0 else 0.0 for b, i in zip(busy_s, idle_s)],
         gpu_cur_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/cur_freq") or min(device.gpu_freqs_hz)),
-        gpu_min_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/min_freq") or min(device.gpu_freqs_hz)),
-        gpu_max_freq_hz=float(_read_int(root, f"{paths.gpu_devfreq}/max_freq") or device.gpu_max_freq_hz),
         gpu_load=(_read_int(root, f"{paths.gpu_device}/load") or 0) / 1000.0,
-        tpc_pg_mask=_read_int(root, f"{paths.gpu_device}/tpc_pg_mask") or 0,
         emc_rate_hz=rate_hz,
-        emc_min_hz=float(_read_int(root, f"{EMC_CLK_DIR}/min_rate") or min(device.emc_freqs_hz)),
-        emc_max_hz=float(min(emc_max_rate, emc_cap) if emc_cap > 0 else emc_max_rate),
         emc_util=mc_all / 100.0 / (rate_hz / 1e3) if rate_hz else 0.0,
         rails=_read_rails(root, device, paths),
         temperatures_c=_read_temperatures(root),

@@ -49,6 +49,40 @@ def grid_points(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_step
     return points
 
 
+def validate_point(device: DeviceSpec, current: Preset, point: OperatingPoint) -> Preset:
+    """The preset ``point`` runs in, after checking it is reachable from ``current`` without a
+    reboot and that its caps are table entries inside that preset's envelope."""
+    preset = {p.mode_id: p for p in device.presets}.get(
+        current.mode_id if point.nvpmodel_id is None else point.nvpmodel_id)
+    if preset is None:
+        raise OperatingPointError(f"{point.name}: no nvpmodel mode {point.nvpmodel_id} on {device.name}")
+    if preset.tpc_pg_mask != current.tpc_pg_mask:
+        raise RebootRequiredError(f"{point.name}: mode {preset.name} changes TPC_PG_MASK; needs a reboot")
+    checks = ((point.cpu_max_freq_hz, device.cpu_freqs_hz, preset.cpu_max_freq_hz, "CPU"),
+              (point.gpu_max_freq_hz, device.gpu_freqs_hz, preset.gpu_max_freq_hz, "GPU"),
+              (point.emc_max_freq_hz, device.emc_freqs_hz, preset.emc_max_freq_hz, "EMC"))
+    for value, table, ceiling, what in checks:
+        if value is None:
+            continue
+        check_in_table(value, table, f"{point.name}: {what} cap")
+        if ceiling is not None and value > ceiling:
+            raise OperatingPointError(f"{point.name}: {what} cap {value / 1e6:.1f} MHz above "
+                                      f"{preset.name}'s {ceiling / 1e6:.1f} MHz")
+    if point.cpu_online_cores is not None and not 1 <= point.cpu_online_cores <= preset.cpu_online_cores:
+        raise OperatingPointError(f"{point.name}: {point.cpu_online_cores} cores outside 1..{preset.cpu_online_cores}")
+    return preset
+
+
+def resolved_caps(device: DeviceSpec, preset: Preset, point: OperatingPoint) -> OperatingPoint:
+    """``point`` with every ``None`` ("the preset's own") replaced by the preset's cap, so going
+    back from a custom point to a plain preset really lifts the custom caps."""
+    return point.with_caps(
+        cpu_online_cores=point.cpu_online_cores or preset.cpu_online_cores,
+        cpu_max_freq_hz=point.cpu_max_freq_hz or device.snap_cpu_freq(preset.cpu_max_freq_hz or device.cpu_max_freq_hz),
+        gpu_max_freq_hz=point.gpu_max_freq_hz or device.snap_gpu_freq(preset.gpu_max_freq_hz or device.gpu_max_freq_hz),
+        emc_max_freq_hz=point.emc_max_freq_hz or device.snap_emc_freq(preset.emc_max_freq_hz or device.emc_max_freq_hz))
+
+
 class JetsonPlatform(Platform):
     def __init__(self, root: str | Path = "/", nvpmodel_cmd: tuple[str, ...] = ("nvpmodel",),
                  device_key: str | None = None, writer: CapWriter | None = None,
@@ -110,44 +144,26 @@ class JetsonPlatform(Platform):
         return self._point
 
     def _validate(self, point: OperatingPoint) -> Preset:
-        preset = self._presets.get(point.nvpmodel_id if point.nvpmodel_id is not None else self._preset.mode_id)
-        if preset is None:
-            raise OperatingPointError(f"{point.name}: no nvpmodel mode {point.nvpmodel_id} on {self.device.name}")
-        if preset.tpc_pg_mask != self._preset.tpc_pg_mask:
-            raise RebootRequiredError(f"{point.name}: mode {preset.name} changes TPC_PG_MASK; needs a reboot")
-        checks = ((point.cpu_max_freq_hz, self.device.cpu_freqs_hz, preset.cpu_max_freq_hz, "CPU"),
-                  (point.gpu_max_freq_hz, self.device.gpu_freqs_hz, preset.gpu_max_freq_hz, "GPU"),
-                  (point.emc_max_freq_hz, self.device.emc_freqs_hz, preset.emc_max_freq_hz, "EMC"))
-        for value, table, ceiling, what in checks:
-            if value is None:
-                continue
-            check_in_table(value, table, f"{point.name}: {what} cap")
-            if ceiling is not None and value > ceiling:
-                raise OperatingPointError(f"{point.name}: {what} cap {value / 1e6:.1f} MHz above "
-                                          f"{preset.name}'s {ceiling / 1e6:.1f} MHz")
-        if point.cpu_online_cores is not None and not 1 <= point.cpu_online_cores <= preset.cpu_online_cores:
-            raise OperatingPointError(f"{point.name}: {point.cpu_online_cores} cores outside 1..{preset.cpu_online_cores}")
-        return preset
+        return validate_point(self.device, self._preset, point)
 
     def apply(self, point: OperatingPoint) -> None:
         preset = self._validate(point)
         if preset.mode_id != self._preset.mode_id:
             self.nvpmodel.set_mode(preset, self._preset)
             self._preset = preset
-        if point.cpu_online_cores is not None:
-            for core in self._cores:
-                online = cpu.core_dir(self.root, core) / "online"
-                if core and online.exists():
-                    self.writer.write(online, "1" if core < point.cpu_online_cores else "0")
-        if point.cpu_max_freq_hz is not None:
-            for core in self._cores:
-                if cpu.read_core(self.root, core).online:
-                    self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
-                                      str(int(point.cpu_max_freq_hz / _KHZ)))
-        if point.gpu_max_freq_hz is not None and self._gpu:
-            self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(point.gpu_max_freq_hz)))
-        if point.emc_max_freq_hz is not None:
-            self.writer.write(self._emc_dir / "max_rate", str(int(point.emc_max_freq_hz)))
+        caps = resolved_caps(self.device, preset, point)
+        for core in self._cores:
+            online = cpu.core_dir(self.root, core) / "online"
+            if core and online.exists():
+                self.writer.write(online, "1" if core < caps.cpu_online_cores else "0")
+        for core in self._cores:
+            if cpu.read_core(self.root, core).online:
+                self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
+                                  str(int(caps.cpu_max_freq_hz / _KHZ)))
+        if self._gpu:
+            self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))
+        if (self._emc_dir / "max_rate").exists():
+            self.writer.write(self._emc_dir / "max_rate", str(int(caps.emc_max_freq_hz)))
         self._point = point
 
     def sample(self) -> TelemetrySample:

@@ -1,0 +1,227 @@
+"""A live virtual Jetson: a ``VirtualBoard`` stepped on wall time that renders its sysfs tree,
+follows the caps and nvpmodel mode clients write there, and draws power for the work that
+virtual backends in other processes report. SIMULATION.
+
+Files it adds under ``ROOT/run/edge_roofline_virtual/`` (not part of a real board's tree):
+
+- ``physics.json``: device, seed and physics coefficients, so every client times inferences
+  with the same physics as the board;
+- ``silicon.json``: the clocks in force now (after settling and throttling) and the background
+  loads, rewritten every step;
+- ``activity/<pid>.json``: written by each client, cumulative GPU-busy seconds, compute seconds,
+  DRAM bytes and host seconds; the board turns their growth per step into utilisation;
+- ``load.json``: background GPU load and busy CPU cores, set with ``set_background_load``.
+
+``LiveBoardClient`` is what the virtual backend uses in another process: it times each
+inference with the board's physics at the board's current clocks, sleeps that long (the work
+takes real time, as on a device) and reports the activity.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from edge_roofline.roofline.costs import ModelCost
+from edge_roofline.roofline.devices import get_device
+from edge_roofline.virtual.board import InferenceResult, VirtualBoard
+from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing
+from edge_roofline.virtual.sysfs_tree import read_controls, render_tree, update_tree
+
+log = logging.getLogger(__name__)
+RUN_DIR = "run/edge_roofline_virtual"
+_STALE_CLIENT_S = 5.0  # an activity file this old belongs to a client that went away
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def set_background_load(root: str | Path, gpu_load: float = 0.0, cpu_cores: float = 0.0) -> None:
+    """Another process's share of the GPU (0..1) and CPU cores it keeps busy, on a live board."""
+    if not 0.0 <= gpu_load < 1.0 or cpu_cores < 0:
+        raise ValueError(f"background GPU load must be in [0, 1) and CPU cores >= 0; got {gpu_load}, {cpu_cores}")
+    _write_json(Path(root) / RUN_DIR / "load.json", {"background_gpu_load": gpu_load,
+                                                      "background_cpu_cores": cpu_cores})
+
+
+@dataclass
+class _ClientCounters:
+    gpu_busy_s: float = 0.0
+    compute_s: float = 0.0
+    dram_bytes: float = 0.0
+    host_s: float = 0.0
+
+
+class LiveVirtualJetson:
+    """``start()`` renders the tree and steps the board every ``tick_s`` in a thread until
+    ``stop()``; ``step()`` is one step, for tests that drive it themselves."""
+
+    def __init__(self, root: str | Path, device: str = "agx_orin_64gb", *, mode_id: int | None = None,
+                 seed: int = 0, perturbation: float = 0.0, tick_s: float = 0.02) -> None:
+        self.root = Path(root)
+        self.board = VirtualBoard(device, mode_id=mode_id, seed=seed, perturbation=perturbation)
+        self.device = self.board.device
+        self.tick_s = tick_s
+        self._seen: dict[str, _ClientCounters] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one writer of the tree at a time
+        self._last_wall_s: float | None = None
+        self.steps = 0
+        self.root.mkdir(parents=True, exist_ok=True)
+        render_tree(self.root, self.device, self.board.refresh_state())
+        _write_json(self.root / RUN_DIR / "physics.json",
+                    {"device": self.device.key, "seed": seed, "perturbation": perturbation,
+                     "params": self.board.params.to_dict(), "label": "SIMULATION"})
+        set_background_load(self.root)
+        self._write_silicon()
+
+    # ---- one step ------------------------------------------------------------------------
+    def _follow_controls(self) -> None:
+        tree = read_controls(self.root, self.device)
+        s = self.board.state
+        before = (s.nvpmodel_mode_id, list(s.cpu_online), list(s.cpu_max_freq_hz), s.gpu_max_freq_hz,
+                  s.gpu_min_freq_hz, s.tpc_pg_mask, s.emc_max_hz)
+        s.nvpmodel_mode_id, s.tpc_pg_mask = tree.nvpmodel_mode_id, tree.tpc_pg_mask
+        s.cpu_online[:] = tree.cpu_online
+        s.cpu_max_freq_hz[:], s.cpu_min_freq_hz[:] = tree.cpu_max_freq_hz, tree.cpu_min_freq_hz
+        s.gpu_max_freq_hz, s.gpu_min_freq_hz = tree.gpu_max_freq_hz, tree.gpu_min_freq_hz
+        s.emc_max_hz, s.emc_min_hz = tree.emc_max_hz, tree.emc_min_hz
+        after = (s.nvpmodel_mode_id, list(s.cpu_online), list(s.cpu_max_freq_hz), s.gpu_max_freq_hz,
+                 s.gpu_min_freq_hz, s.tpc_pg_mask, s.emc_max_hz)
+        if after != before:
+            self.board.controls_changed()
+
+    def _client_activity(self, dt_s: float, now_wall_s: float) -> Activity:
+        delta = _ClientCounters()
+        last_work = None
+        for path in (self.root / RUN_DIR / "activity").glob("*.json"):
+            data = _read_json(path)
+            if data is None:
+                continue
+            if now_wall_s - data.get("wall_s", 0.0) > _STALE_CLIENT_S:
+                self._seen.pop(path.name, None)
+                continue
+            now = _ClientCounters(data["gpu_busy_s"], data["compute_s"], data["dram_bytes"], data["host_s"])
+            seen = self._seen.get(path.name, now)  # a new client counts from here
+            self._seen[path.name] = now
+            for name in ("gpu_busy_s", "compute_s", "dram_bytes", "host_s"):
+                setattr(delta, name, getattr(delta, name) + max(getattr(now, name) - getattr(seen, name), 0.0))
+            last_work = max(last_work or 0.0, data.get("wall_s", 0.0))
+        if last_work is not None and now_wall_s - last_work < self.board.params.devfreq_hold_s:
+            self.board.note_gpu_work()
+        b = self.board
+        bg = b.background_gpu_load
+        return Activity(
+            gpu_util=min(delta.gpu_busy_s / dt_s + bg, 1.0),
+            gpu_compute_fraction=(delta.compute_s / delta.gpu_busy_s) if delta.gpu_busy_s > 0 else 0.5,
+            gpu_clocked=bg > 0 or b.now_s - b.last_gpu_work_s < b.params.devfreq_hold_s,
+            dram_bps=delta.dram_bytes / dt_s + b.background_dram_bps(),
+            cpu_busy_cores=delta.host_s / dt_s + b.background_cpu_cores)
+
+    def _write_silicon(self) -> None:
+        c = self.board.silicon_clocks()
+        _write_json(self.root / RUN_DIR / "silicon.json",
+                    {"cpu_freq_hz": c.cpu_freq_hz, "cpu_online_cores": c.cpu_online_cores,
+                     "gpu_freq_hz": c.gpu_freq_hz, "tpc_pg_mask": c.tpc_pg_mask, "emc_freq_hz": c.emc_freq_hz,
+                     "background_gpu_load": self.board.background_gpu_load,
+                     "background_cpu_cores": self.board.background_cpu_cores})
+
+    def step(self, now_wall_s: float | None = None) -> None:
+        with self._lock:
+            self._step(time.monotonic() if now_wall_s is None else now_wall_s)
+
+    def _step(self, now: float) -> None:
+        dt = self.tick_s if self._last_wall_s is None else min(max(now - self._last_wall_s, 1e-4), 1.0)
+        self._last_wall_s = now
+        self._follow_controls()
+        load = _read_json(self.root / RUN_DIR / "load.json") or {}
+        self.board.background_gpu_load = float(load.get("background_gpu_load", 0.0))
+        self.board.background_cpu_cores = float(load.get("background_cpu_cores", 0.0))
+        self.board.advance(dt, self._client_activity(dt, time.time()))
+        update_tree(self.root, self.device, self.board.refresh_state())
+        self._write_silicon()
+        self.steps += 1
+
+    # ---- thread --------------------------------------------------------------------------
+    def _loop(self) -> None:
+        next_s = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except Exception:  # keep the board alive; a client may have left a half-written file
+                log.exception("virtual Jetson step failed")
+            next_s += self.tick_s
+            self._stop.wait(max(next_s - time.monotonic(), 0.0))
+
+    def start(self) -> "LiveVirtualJetson":
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="virtual-jetson", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+
+class LiveBoardClient:
+    """Runs inferences "on" a live virtual Jetson from another process (the virtual backend's
+    board when its platform is a live tree)."""
+
+    def __init__(self, root: str | Path, sleep=time.sleep) -> None:
+        self.root = Path(root)
+        physics = _read_json(self.root / RUN_DIR / "physics.json")
+        if physics is None:
+            raise FileNotFoundError(f"{self.root} is not a live virtual Jetson (no {RUN_DIR}/physics.json); "
+                                    f"start one with `edge-roofline virtual-jetson --root {self.root}`")
+        self.device = get_device(physics["device"])
+        self.params = PhysicsParams.from_dict(physics["params"])
+        self.sleep = sleep
+        self.counters = _ClientCounters()
+        self._activity_path = self.root / RUN_DIR / "activity" / f"{os.getpid()}.json"
+
+    def run_inference(self, cost: ModelCost, precision: str = "fp16", batch: int | None = None) -> InferenceResult:
+        silicon = _read_json(self.root / RUN_DIR / "silicon.json") or {}
+        if not silicon:
+            raise FileNotFoundError(f"{self.root}: the virtual Jetson is not running (no silicon.json)")
+        clocks = Clocks(silicon["cpu_freq_hz"], int(silicon["cpu_online_cores"]), silicon["gpu_freq_hz"],
+                        int(silicon["tpc_pg_mask"]), silicon["emc_freq_hz"])
+        bg_cpu = silicon.get("background_cpu_cores", 0.0)
+        timing = inference_timing(cost, self.device, self.params, clocks, precision,
+                                  gpu_share=1.0 - silicon.get("background_gpu_load", 0.0),
+                                  host_share=min(1.0, max(clocks.cpu_online_cores - bg_cpu, 0.1)))
+        start = time.monotonic()
+        self.sleep(timing.latency_s)
+        c = self.counters
+        c.gpu_busy_s += timing.gpu_busy_s
+        c.compute_s += timing.gpu_busy_s * timing.compute_fraction
+        c.dram_bytes += timing.dram_bytes
+        c.host_s += timing.host_s
+        _write_json(self._activity_path, {"wall_s": time.time(), **c.__dict__})
+        # Energy is what the power monitor integrates from the rails; the client cannot see it.
+        return InferenceResult(timing.latency_s, float("nan"), timing.per_layer_time_s(), timing, start)
+
+    def close(self) -> None:
+        try:
+            self._activity_path.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,387 @@
+"""The virtual Jetson's physics: how long a model takes at a set of clocks, what each power rail
+draws, how hot the die gets, and what the INA3221 monitors report. SIMULATION.
+
+Everything here is a physical mechanism with a handful of calibrated coefficients
+(``PhysicsParams``, one set per catalogued device, fitted to the public figures in
+``shared/docs/calibration.md``; see ``calibrate.py`` for the residuals). No result is coded in:
+"MAXN is not the most energy-efficient point for a memory-bound model" has to fall out of the
+mechanisms below, and the tests check that it does.
+
+Time (per ONNX node, in graph order; TensorRT-like execution):
+
+- compute: ``flops / (peak(precision, GPU clock, active TPCs) x eff)`` where ``eff`` rises with
+  the kernel's work (a small kernel cannot fill every SM: ``eff_max x W / (W + W_half x SMs)``);
+  depthwise convolutions and non-contraction ops do not use Tensor Cores.
+- memory: weights stream from DRAM (EMC clock); activations stay in L2 (GPU clock) when they fit
+  in half of it, else go to DRAM. Streaming reaches a fraction of the DRAM peak.
+- the three overlap imperfectly (a 4-norm, so near the ridge both matter), plus a per-kernel
+  launch/tail cost partly in the GPU clock domain.
+- pointwise activations and normalisations after a contraction are fused into it (no kernel).
+- host side: per-inference and per-kernel enqueue work in CPU cycles (CPU clock); the GPU work
+  overlaps with the enqueue; the host part is slowed when background load leaves too few cores.
+- background GPU load time-slices the GPU: our kernels get ``1 - load`` of it.
+
+Power (per rail, AGX Orin layout; other boards map the same domains onto their rails):
+
+- dynamic ``C x f x V(f)^2 x activity`` per domain, with a DVFS voltage curve per domain that is
+  flat at its floor below a knee and rises linearly above it (as the boards' tables do);
+  a stalled (memory-bound) GPU still burns a fraction of its busy power;
+- DRAM: background power growing with the EMC clock, plus energy per byte moved;
+- leakage per domain growing exponentially with temperature; fixed SoC/IO power;
+- first-order thermal model (junction over ambient through a thermal resistance, time constant
+  tens of seconds) with a GPU clock throttle above the trip temperature;
+- INA3221: each reading averages the rail over its conversion window and is quantised to the
+  chip's LSBs (40 uV over the shunt, 8 mV bus), with a little noise.
+- frequency changes settle after a delay (CPU ~1 ms, GPU ~5 ms, EMC ~8 ms).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass, fields, replace
+
+from edge_roofline.roofline.costs import LayerCost, ModelCost
+from edge_roofline.roofline.devices import DeviceSpec
+
+SIMULATION_LABEL = "SIMULATION"
+
+# Ops TensorRT folds into the producing contraction's kernel epilogue.
+_FUSABLE = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+                      "BatchNormalization", "Add", "Mul", "PRelu", "Elu", "Selu", "Softplus",
+                      "Mish", "Gelu", "Swish", "Silu", "Erf", "Div", "Cast", "QuantizeLinear",
+                      "DequantizeLinear"})
+_CONTRACTIONS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum", "QLinearConv",
+                           "QLinearMatMul", "MatMulInteger", "ConvInteger"})
+_RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
+
+
+@dataclass(frozen=True)
+class VoltageCurve:
+    """DVFS: ``v_min`` up to ``knee_hz``, then linear to ``v_max`` at ``top_hz``."""
+
+    v_min: float
+    v_max: float
+    knee_hz: float
+    top_hz: float
+
+    def volts(self, freq_hz: float) -> float:
+        if freq_hz <= self.knee_hz:
+            return self.v_min
+        x = min((freq_hz - self.knee_hz) / max(self.top_hz - self.knee_hz, 1.0), 1.0)
+        return self.v_min + (self.v_max - self.v_min) * x
+
+
+@dataclass(frozen=True)
+class PhysicsParams:
+    """Calibrated coefficients of one device. Power coefficients are W per (GHz x V^2) at full
+    activity; leakage is W at 25 C."""
+
+    # --- time ---
+    tensor_efficiency: float = 0.56  # fraction of the dense Tensor Core peak a large kernel reaches
+    cuda_core_efficiency: float = 0.6  # same, for kernels on CUDA cores (fp32 FMA peak)
+    half_fill_flops_per_sm: float = 6e6  # kernel work (per active SM) that reaches half of that
+    dram_efficiency: float = 0.72  # fraction of the DRAM peak a streaming kernel reaches
+    l2_efficiency: float = 0.6
+    kernel_overhead_s: float = 2.5e-6  # launch + tail at the top GPU clock
+    kernel_overhead_gpu_share: float = 0.5  # part of that in the GPU clock domain
+    host_cycles_per_inference: float = 3.0e5  # enqueue + sync + copies, CPU cycles
+    host_cycles_per_kernel: float = 4.0e3  # enqueue per kernel
+    recurrent_step_overhead_s: float = 6e-6  # per time step of an LSTM/GRU (sequential kernels)
+    # --- power ---
+    gpu_dyn_w: float = 32.0  # VDD_GPU_SOC, GPU at full activity, per GHz x V^2, all TPCs
+    gpu_stall_activity: float = 0.4  # activity of an SM stalled on memory, relative to computing
+    gpu_clock_tree_activity: float = 0.06  # clocked but idle (devfreq not yet lowered)
+    gpu_leak_w: float = 0.6  # all TPCs at 25 C; gated TPCs and a rail-gated idle GPU leak nothing
+    soc_fixed_w: float = 1.75  # rest of VDD_GPU_SOC (fabric, engines)
+    emc_ctrl_w_per_ghz: float = 0.12  # memory controller on VDD_GPU_SOC
+    cpu_dyn_w: float = 0.43  # per core at full load, per GHz x V^2
+    cpu_idle_activity: float = 0.08  # an online idle core (clock tree, OS ticks)
+    cpu_leak_w_per_core: float = 0.06
+    cv_fixed_w: float = 0.5  # CV (DLA/PVA) idle on VDD_CPU_CV
+    dram_background_w: float = 0.20  # VDDQ at the lowest EMC clock
+    dram_background_w_per_ghz: float = 0.33
+    dram_j_per_byte: float = 35e-12
+    sys5v_fixed_w: float = 3.1  # VIN_SYS_5V0 beyond DRAM: IO, regulators, module logic
+    regulator_loss: float = 0.08  # conversion loss on VIN_SYS_5V0, fraction of DRAM power
+    leak_doubling_c: float = 30.0
+    # --- voltages ---
+    gpu_v_min: float = 0.59
+    gpu_v_max: float = 1.0
+    gpu_knee_fraction: float = 0.4  # of the top clock
+    cpu_v_min: float = 0.6
+    cpu_v_max: float = 1.05
+    cpu_knee_fraction: float = 0.35
+    # --- heat ---
+    ambient_c: float = 25.0
+    thermal_resistance_c_per_w: float = 1.05
+    thermal_time_constant_s: float = 40.0
+    throttle_c: float = 99.0  # GPU clock cut above this junction temperature
+    throttle_factor: float = 0.75
+    # --- sensors and clocks ---
+    ina_window_s: float = 0.0132  # 4 averages x 1.1 ms x 3 channels
+    shunt_ohm: float = 0.002
+    noise_lsb: float = 0.7
+    settle_cpu_s: float = 0.001
+    settle_gpu_s: float = 0.005
+    settle_emc_s: float = 0.008
+    devfreq_hold_s: float = 0.1  # the GPU governor keeps the cap this long after the last work
+
+    def perturbed(self, fraction: float, seed: int) -> "PhysicsParams":
+        """Every efficiency and power coefficient scaled by a random factor in
+        [1 - fraction, 1 + fraction] (a device that differs from the catalogue)."""
+        if not 0 <= fraction < 1:
+            raise ValueError(f"physics_perturbation must be in [0, 1), got {fraction}")
+        rng = random.Random(seed)
+        scaled = {}
+        for name in _PERTURBABLE:
+            value = getattr(self, name) * (1.0 + rng.uniform(-fraction, fraction))
+            scaled[name] = min(value, 0.95) if "efficiency" in name else value
+        return replace(self, **scaled)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PhysicsParams":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown physics parameters: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+_PERTURBABLE = ("tensor_efficiency", "cuda_core_efficiency", "half_fill_flops_per_sm",
+                "dram_efficiency", "l2_efficiency", "kernel_overhead_s", "host_cycles_per_inference",
+                "host_cycles_per_kernel", "gpu_dyn_w", "gpu_stall_activity", "gpu_leak_w",
+                "soc_fixed_w", "emc_ctrl_w_per_ghz", "cpu_dyn_w", "cpu_leak_w_per_core",
+                "dram_background_w", "dram_background_w_per_ghz", "dram_j_per_byte", "sys5v_fixed_w")
+
+
+# Per device: the defaults are AGX Orin 64GB's; smaller modules have smaller GPUs (the
+# per-GHz coefficients scale with SM count) and their own fixed power. Fitted in calibrate.py.
+CALIBRATION: dict[str, PhysicsParams] = {
+    "agx_orin_64gb": PhysicsParams(),
+    "agx_orin_32gb": PhysicsParams(gpu_dyn_w=26.0, gpu_leak_w=0.5),
+    "orin_nx_16gb": PhysicsParams(gpu_dyn_w=24.0, gpu_leak_w=0.35, soc_fixed_w=1.0, cv_fixed_w=0.3,
+                                  sys5v_fixed_w=2.1, dram_background_w=0.12,
+                                  dram_background_w_per_ghz=0.2, cpu_dyn_w=0.6,
+                                  host_cycles_per_inference=3.0e5),
+    "orin_nx_8gb": PhysicsParams(gpu_dyn_w=19.0, gpu_leak_w=0.35, soc_fixed_w=1.0, cv_fixed_w=0.2,
+                                 sys5v_fixed_w=1.2, dram_background_w=0.12,
+                                 dram_background_w_per_ghz=0.2, cpu_dyn_w=0.5),
+    "orin_nano_8gb": PhysicsParams(gpu_dyn_w=17.0, gpu_leak_w=0.3, soc_fixed_w=0.9, cv_fixed_w=0.1,
+                                   sys5v_fixed_w=1.1, dram_background_w=0.1,
+                                   dram_background_w_per_ghz=0.18, cpu_dyn_w=0.5),
+    "orin_nano_4gb": PhysicsParams(gpu_dyn_w=9.0, gpu_leak_w=0.2, soc_fixed_w=0.8, cv_fixed_w=0.1,
+                                   sys5v_fixed_w=1.0, dram_background_w=0.08,
+                                   dram_background_w_per_ghz=0.15, cpu_dyn_w=0.5),
+}
+
+
+def device_params(device: DeviceSpec) -> PhysicsParams:
+    try:
+        return CALIBRATION[device.key]
+    except KeyError:
+        raise KeyError(f"the virtual Jetson has no physics for {device.name}; virtual devices: "
+                       f"{', '.join(sorted(CALIBRATION))}") from None
+
+
+@dataclass(frozen=True)
+class Clocks:
+    """Clocks the silicon actually runs at (after caps, settling and throttling)."""
+
+    cpu_freq_hz: float
+    cpu_online_cores: int
+    gpu_freq_hz: float
+    tpc_pg_mask: int
+    emc_freq_hz: float
+
+
+@dataclass(frozen=True)
+class LayerTiming:
+    name: str
+    time_s: float
+    compute_s: float
+    memory_s: float
+    dram_bytes: float
+    fused: bool
+
+
+@dataclass(frozen=True)
+class InferenceTiming:
+    latency_s: float
+    gpu_busy_s: float  # GPU time of our kernels (at our share of the GPU)
+    host_s: float  # CPU time on one core
+    compute_fraction: float  # of GPU busy time spent computing (vs stalled on memory)
+    flops: float
+    dram_bytes: float
+    layers: tuple[LayerTiming, ...]
+
+    def per_layer_time_s(self) -> dict[str, float]:
+        return {l.name: l.time_s for l in self.layers}
+
+
+def gpu_voltage(device: DeviceSpec, p: PhysicsParams, freq_hz: float) -> float:
+    return VoltageCurve(p.gpu_v_min, p.gpu_v_max, p.gpu_knee_fraction * device.gpu_max_freq_hz,
+                        device.gpu_max_freq_hz).volts(freq_hz)
+
+
+def cpu_voltage(device: DeviceSpec, p: PhysicsParams, freq_hz: float) -> float:
+    return VoltageCurve(p.cpu_v_min, p.cpu_v_max, p.cpu_knee_fraction * device.cpu_max_freq_hz,
+                        device.cpu_max_freq_hz).volts(freq_hz)
+
+
+def _is_depthwise(layer: LayerCost) -> bool:
+    shapes = layer.input_shapes
+    return (layer.op_type == "Conv" and len(shapes) >= 2 and len(shapes[1]) >= 2 and len(shapes[0]) >= 2
+            and shapes[1][1] == 1 and shapes[0][1] > 1)
+
+
+def _recurrent_steps(layer: LayerCost) -> int:
+    return int(layer.input_shapes[0][0]) if layer.op_type in _RECURRENT and layer.input_shapes else 0
+
+
+def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, clocks: Clocks,
+                     precision: str, gpu_share: float = 1.0, host_share: float = 1.0) -> InferenceTiming:
+    """One inference of ``cost`` at ``clocks``. ``gpu_share``: fraction of the GPU our kernels
+    get (1 - background load); ``host_share``: fraction of a core the host thread gets."""
+    sms = device.gpu_sm_count * device.active_tpcs(clocks.tpc_pg_mask) / device.gpu_tpc_count
+    gpu_hz, top_hz = clocks.gpu_freq_hz, device.gpu_max_freq_hz
+    tensor_peak = device.gpu_flops_per_sm_per_clock[precision] * sms * gpu_hz
+    cuda_peak = device.gpu_flops_per_sm_per_clock["fp32"] * sms * gpu_hz * (2 if precision != "fp32" else 1)
+    dram_bps = device.dram_bandwidth_bps(clocks.emc_freq_hz) * p.dram_efficiency
+    l2_bps = 64.0 * sms * gpu_hz * p.l2_efficiency
+    overhead_s = p.kernel_overhead_s * ((1 - p.kernel_overhead_gpu_share)
+                                        + p.kernel_overhead_gpu_share * top_hz / gpu_hz)
+    share = min(max(gpu_share, 0.02), 1.0)
+    layers, kernels, prev_contraction = [], 0, False
+    flops_total = dram_total = compute_total = busy_total = 0.0
+    for layer in cost.layers:
+        fused = layer.is_view or (prev_contraction and layer.op_type in _FUSABLE)
+        if layer.op_type in _CONTRACTIONS:
+            prev_contraction = True
+        elif not fused:
+            prev_contraction = False
+        if fused:
+            layers.append(LayerTiming(layer.name, 0.0, 0.0, 0.0, 0.0, True))
+            continue
+        kernels += 1
+        tensor = layer.op_type in _CONTRACTIONS | _RECURRENT and not _is_depthwise(layer)
+        peak, eff = (tensor_peak, p.tensor_efficiency) if tensor else (cuda_peak, p.cuda_core_efficiency)
+        fill = layer.flops / (layer.flops + p.half_fill_flops_per_sm * sms) if layer.flops > 0 else 1.0
+        compute_s = layer.flops / (peak * eff * fill) if layer.flops > 0 else 0.0
+        activation_bytes = max(layer.bytes - layer.param_bytes, 0.0)
+        in_l2 = activation_bytes <= device.gpu_l2_bytes / 2
+        dram_bytes = layer.param_bytes + (0.0 if in_l2 else activation_bytes)
+        memory_s = dram_bytes / dram_bps + (activation_bytes / l2_bps if in_l2 else 0.0)
+        steps = _recurrent_steps(layer)
+        roof_s = (compute_s ** 4 + memory_s ** 4) ** 0.25
+        time_s = (roof_s + overhead_s + steps * p.recurrent_step_overhead_s) / share
+        layers.append(LayerTiming(layer.name, time_s, compute_s, memory_s, dram_bytes, False))
+        flops_total += layer.flops
+        dram_total += dram_bytes
+        busy_total += time_s
+        compute_total += min(compute_s / roof_s, 1.0) * roof_s / share if roof_s > 0 else 0.0
+    cpu_hz = clocks.cpu_freq_hz
+    host_fixed_s = p.host_cycles_per_inference / cpu_hz / host_share
+    enqueue_s = kernels * p.host_cycles_per_kernel / cpu_hz / host_share
+    latency_s = host_fixed_s + max(busy_total, enqueue_s)
+    return InferenceTiming(latency_s=latency_s, gpu_busy_s=busy_total, host_s=host_fixed_s + enqueue_s,
+                           compute_fraction=compute_total / busy_total if busy_total > 0 else 0.0,
+                           flops=flops_total, dram_bytes=dram_total, layers=tuple(layers))
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Average activity over an interval."""
+
+    gpu_util: float = 0.0  # fraction of time our kernels (or background work) run on the GPU
+    gpu_compute_fraction: float = 0.0  # of that busy time, computing rather than stalled
+    gpu_clocked: bool = False  # devfreq keeps the clock up (recent work)
+    dram_bps: float = 0.0  # bytes/s through DRAM
+    cpu_busy_cores: float = 0.0  # cores' worth of CPU work
+
+
+def rail_power_w(device: DeviceSpec, p: PhysicsParams, clocks: Clocks, activity: Activity,
+                 temperature_c: float) -> dict[str, float]:
+    """True power per domain, mapped onto the device's INA3221 rails (W)."""
+    leak = 2.0 ** ((temperature_c - 25.0) / p.leak_doubling_c)
+    tpc_frac = device.active_tpcs(clocks.tpc_pg_mask) / device.gpu_tpc_count
+    vg = gpu_voltage(device, p, clocks.gpu_freq_hz)
+    util = min(max(activity.gpu_util, 0.0), 1.0)
+    busy_activity = activity.gpu_compute_fraction + (1 - activity.gpu_compute_fraction) * p.gpu_stall_activity
+    gpu_activity = util * busy_activity + (p.gpu_clock_tree_activity if activity.gpu_clocked else 0.0)
+    powered = activity.gpu_clocked or util > 0  # else devfreq has let the GPU rail-gate
+    gpu_w = (p.gpu_dyn_w * tpc_frac * clocks.gpu_freq_hz / 1e9 * vg ** 2 * gpu_activity
+             + (p.gpu_leak_w * tpc_frac * leak if powered else 0.0))
+    emc_ghz = clocks.emc_freq_hz / 1e9
+    soc_w = p.soc_fixed_w * leak ** 0.5 + p.emc_ctrl_w_per_ghz * emc_ghz
+    vc = cpu_voltage(device, p, clocks.cpu_freq_hz)
+    cores = clocks.cpu_online_cores
+    busy = min(max(activity.cpu_busy_cores, 0.0), cores)
+    cpu_activity = busy + (cores - busy) * p.cpu_idle_activity
+    cpu_w = p.cpu_dyn_w * clocks.cpu_freq_hz / 1e9 * vc ** 2 * cpu_activity + p.cpu_leak_w_per_core * cores * leak
+    dram_w = (p.dram_background_w + p.dram_background_w_per_ghz * max(emc_ghz - 0.204, 0.0)
+              + p.dram_j_per_byte * activity.dram_bps)
+    sys_w = p.sys5v_fixed_w + dram_w * (1 + p.regulator_loss)
+    return _map_rails(device, gpu_w=gpu_w, soc_w=soc_w, cpu_cv_w=cpu_w + p.cv_fixed_w, sys_w=sys_w,
+                      dram_w=dram_w)
+
+
+def _map_rails(device: DeviceSpec, *, gpu_w: float, soc_w: float, cpu_cv_w: float, sys_w: float,
+               dram_w: float) -> dict[str, float]:
+    labels = {r.label for r in device.rails}
+    if {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"} <= labels:  # AGX Orin
+        return {"VDD_GPU_SOC": gpu_w + soc_w, "VDD_CPU_CV": cpu_cv_w, "VIN_SYS_5V0": sys_w,
+                "VDDQ_VDD2_1V8AO": dram_w}
+    if {"VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"} <= labels:  # Orin NX / Nano: input, CPU+GPU+CV, SoC
+        return {"VDD_IN": gpu_w + soc_w + cpu_cv_w + sys_w, "VDD_CPU_GPU_CV": gpu_w + cpu_cv_w,
+                "VDD_SOC": soc_w}
+    raise KeyError(f"no rail mapping for {device.name}")
+
+
+def module_power_w(device: DeviceSpec, rails: dict[str, float]) -> float:
+    return sum(rails[name] for name in device.total_power_rails if name in rails)
+
+
+class ThermalModel:
+    """Junction temperature: first order towards ambient + R_th x power."""
+
+    def __init__(self, p: PhysicsParams, start_c: float | None = None) -> None:
+        self.p = p
+        self.temperature_c = p.ambient_c + 15.0 if start_c is None else start_c
+
+    def step(self, power_w: float, dt_s: float) -> float:
+        steady = self.p.ambient_c + self.p.thermal_resistance_c_per_w * power_w
+        alpha = 1.0 - math.exp(-dt_s / self.p.thermal_time_constant_s)
+        self.temperature_c += (steady - self.temperature_c) * alpha
+        return self.temperature_c
+
+    def zones(self, gpu_util: float, cpu_busy_fraction: float) -> dict[str, float]:
+        """Per-zone temperatures: hot spots a little above the die average where busy."""
+        t = self.temperature_c
+        return {"cpu-thermal": t + 2.0 * cpu_busy_fraction, "gpu-thermal": t + 3.0 * gpu_util,
+                "cv0-thermal": t - 1.0, "cv1-thermal": t - 1.0, "cv2-thermal": t - 1.0,
+                "soc0-thermal": t - 0.5, "soc1-thermal": t - 0.5, "soc2-thermal": t - 0.5,
+                "tj-thermal": t + 3.0 * max(gpu_util, cpu_busy_fraction)}
+
+
+class Ina3221:
+    """What the monitor reports for one rail: the average over its conversion window,
+    quantised to the shunt-voltage and bus-voltage LSBs, with noise."""
+
+    SHUNT_LSB_V = 40e-6
+    BUS_LSB_V = 8e-3
+
+    def __init__(self, p: PhysicsParams, rng: random.Random) -> None:
+        self.p, self.rng = p, rng
+
+    def reading(self, rail: str, mean_power_w: float) -> tuple[float, float]:
+        """(volts, amps) as the hwmon files would show them."""
+        volts = 1.8 if "1V8" in rail else 5.0
+        lsb_a = self.SHUNT_LSB_V / self.p.shunt_ohm
+        amps = mean_power_w / volts + self.rng.gauss(0.0, self.p.noise_lsb * lsb_a)
+        amps = max(round(amps / lsb_a) * lsb_a, 0.0)
+        volts = round((volts + self.rng.gauss(0.0, self.p.noise_lsb * self.BUS_LSB_V)) / self.BUS_LSB_V) * self.BUS_LSB_V
+        return volts, amps
