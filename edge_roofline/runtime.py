@@ -47,9 +47,15 @@ class SimulationLabelled(Platform):
     def apply(self, point: OperatingPoint) -> None:
         self.inner.apply(point)
 
-    def sample(self) -> TelemetrySample:
-        sample = self.inner.sample()
+    @staticmethod
+    def _label(sample: TelemetrySample) -> TelemetrySample:
         return replace(sample, simulated=True, source=f"{SIMULATION_SOURCE} via {sample.source}")
+
+    def sample(self) -> TelemetrySample:
+        return self._label(self.inner.sample())
+
+    def sample_power(self) -> TelemetrySample:
+        return self._label(self.inner.sample_power())
 
     def restore(self) -> None:
         self.inner.restore()

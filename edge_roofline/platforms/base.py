@@ -114,6 +114,12 @@ class Platform(abc.ABC):
     @abc.abstractmethod
     def sample(self) -> TelemetrySample: ...
 
+    def sample_power(self) -> TelemetrySample:
+        """Rails and total power only, as cheaply as the platform can: the 200 Hz path of the
+        power sampler (clocks, loads and temperatures come from ``sample()`` at a lower rate).
+        Default: a full sample."""
+        return self.sample()
+
     @abc.abstractmethod
     def restore(self) -> None:
         """Put back the operating point found at start."""

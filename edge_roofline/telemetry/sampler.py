@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import Platform, PlatformError, TelemetrySample
@@ -59,11 +60,17 @@ class EnergyIntegrator:
 
 
 class PowerSampler:
-    def __init__(self, platform: Platform, rate_hz: float = 200.0, clock: Clock | None = None) -> None:
-        if not rate_hz > 0:
-            raise ValueError(f"sampling rate must be > 0 Hz, got {rate_hz}")
+    def __init__(self, platform: Platform, rate_hz: float = 200.0, clock: Clock | None = None,
+                 full_rate_hz: float = 10.0) -> None:
+        """Power is read at ``rate_hz`` (``Platform.sample_power``: rails only); a full sample
+        (clocks, loads, temperatures: many more files) at ``full_rate_hz``."""
+        if not rate_hz > 0 or not full_rate_hz > 0:
+            raise ValueError(f"sampling rates must be > 0 Hz, got {rate_hz} and {full_rate_hz}")
         self.platform = platform
         self.period_s = 1.0 / rate_hz
+        self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
+        self._last_full: TelemetrySample | None = None
+        self._last_full_s = -math.inf  # on this sampler's clock
         self.clock = clock or Clock()
         self._integrator = EnergyIntegrator()
         self._lock = threading.Lock()
@@ -83,8 +90,10 @@ class PowerSampler:
     def sample_once(self) -> TelemetrySample | None:
         """Take one reading and integrate it; errors are counted, never raised (a missing
         sysfs file must not kill the monitor)."""
+        now_s = self.clock.now_s()
+        full = self._last_full is None or now_s - self._last_full_s >= self.full_period_s
         try:
-            sample = self.platform.sample()
+            sample = self.platform.sample() if full else self.platform.sample_power()
         except (PlatformError, OSError, ValueError) as exc:
             with self._lock:
                 self._window_errors += 1
@@ -95,6 +104,11 @@ class PowerSampler:
             self._has_power = self._has_power or sample.total_power_w is not None
             self._window_energy_j += added
             self._window_samples += 1
+            if full:
+                self._last_full, self._last_full_s = sample, now_s
+            else:  # the latest power with the clocks and temperatures of the last full sample
+                sample = replace(self._last_full, timestamp_s=sample.timestamp_s, rails=sample.rails,
+                                 total_power_w=sample.total_power_w, source=sample.source)
             self._latest = sample
         return sample
 
@@ -136,4 +150,4 @@ class PowerSampler:
             if delay_s < -self.period_s:  # fell behind (loaded machine): skip, don't burst
                 next_s = self.clock.now_s()
             elif delay_s > 0:
-                self._stop.wait(delay_s)
+                time.sleep(delay_s)  # a plain sleep costs a tenth of Event.wait's wake-up at 200 Hz

@@ -13,7 +13,8 @@ Time (per ONNX node, in graph order; TensorRT-like execution):
   the kernel's work (a small kernel cannot fill every SM: ``eff_max x W / (W + W_half x SMs)``);
   depthwise convolutions and non-contraction ops do not use Tensor Cores.
 - memory: weights stream from DRAM (EMC clock); activations stay in L2 (GPU clock) when they fit
-  in half of it, else go to DRAM. Streaming reaches a fraction of the DRAM peak.
+  in half of it, else go to DRAM; recurrent ops re-read their weights every time step (from L2
+  when they fit). Streaming reaches a fraction of the DRAM peak.
 - the three overlap imperfectly (a 4-norm, so near the ridge both matter), plus a per-kernel
   launch/tail cost partly in the GPU clock domain.
 - pointwise activations and normalisations after a contraction are fused into it (no kernel).
@@ -273,9 +274,13 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
         compute_s = layer.flops / (peak * eff * fill) if layer.flops > 0 else 0.0
         activation_bytes = max(layer.bytes - layer.param_bytes, 0.0)
         in_l2 = activation_bytes <= device.gpu_l2_bytes / 2
-        dram_bytes = layer.param_bytes + (0.0 if in_l2 else activation_bytes)
-        memory_s = dram_bytes / dram_bps + (activation_bytes / l2_bps if in_l2 else 0.0)
+        # A recurrent op re-reads its weights every time step: from L2 when they fit, else DRAM.
         steps = _recurrent_steps(layer)
+        weight_bytes = layer.param_bytes * max(steps, 1)
+        weights_in_l2 = steps > 0 and layer.param_bytes <= device.gpu_l2_bytes / 2
+        dram_bytes = (0.0 if weights_in_l2 else weight_bytes) + (0.0 if in_l2 else activation_bytes)
+        l2_bytes = (weight_bytes if weights_in_l2 else 0.0) + (activation_bytes if in_l2 else 0.0)
+        memory_s = dram_bytes / dram_bps + l2_bytes / l2_bps
         roof_s = (compute_s ** 4 + memory_s ** 4) ** 0.25
         time_s = (roof_s + overhead_s + steps * p.recurrent_step_overhead_s) / share
         layers.append(LayerTiming(layer.name, time_s, compute_s, memory_s, dram_bytes, False))

@@ -3,6 +3,7 @@ import math
 import pytest
 
 from edge_roofline.clock import SimClock
+from edge_roofline.platforms.base import TelemetrySample
 from edge_roofline.telemetry import diagnostics, modes
 from edge_roofline.telemetry.sampler import EnergyIntegrator, PowerSampler
 from test.telemetry.fake_platform import ScriptedPlatform, sine_power
@@ -102,3 +103,31 @@ def test_set_mode_refuses_reboot_and_unknown_modes():
     assert ok and platform.current.name == "MODE_50W"
     infos = {m.name: m.reachable_without_reboot for m in modes.list_modes(platform)}
     assert infos == {"MAXN": True, "MODE_15W": False, "MODE_30W": False, "MODE_50W": True}
+
+
+def test_power_at_the_full_rate_clocks_and_temperatures_at_the_slow_rate():
+    """200 Hz power through ``sample_power``; the full (costly) sample only at ``full_rate_hz``;
+    the latest sample carries the newest power with the last full sample's temperatures."""
+    clock = SimClock()
+
+    class Counting(ScriptedPlatform):
+        full = power_only = 0
+
+        def sample(self):
+            self.full += 1
+            return super().sample()
+
+        def sample_power(self):
+            self.power_only += 1
+            t = self.clock.now_s()
+            return TelemetrySample(timestamp_s=t, rails=(), total_power_w=self.power_w(t), source="scripted")
+
+    platform = Counting(clock, power_w=lambda t: 10.0 + t)
+    sampler = PowerSampler(platform, rate_hz=200.0, clock=clock, full_rate_hz=10.0)
+    for _ in range(200):
+        sampler.sample_once()
+        clock.advance(0.005)
+    assert platform.full == 10 and platform.power_only == 190
+    latest = sampler.take_window().latest
+    assert latest.total_power_w == pytest.approx(10.0 + 0.995)
+    assert latest.temperatures_c["gpu-thermal"] == pytest.approx(50.0 + 0.9)

@@ -56,6 +56,18 @@ def read_cores(root: str | Path = "/") -> list[CoreStatus]:
     return [read_core(root, core) for core in list_cores(root)]
 
 
+def read_online_freqs_hz(root: str | Path, cores: list[int]) -> tuple[float, ...]:
+    """Current clock of each online core: the telemetry path (two reads per core, not six)."""
+    freqs = []
+    for core in cores:
+        path = core_dir(root, core)
+        if read_int(path / "online") in (None, 1):
+            freq_hz = read_hz(path / "cpufreq/scaling_cur_freq", _KHZ)
+            if freq_hz:
+                freqs.append(freq_hz)
+    return tuple(freqs)
+
+
 def read_proc_stat(root: str | Path = "/") -> dict[int, tuple[int, int]]:
     """Per online core: (busy jiffies, total jiffies). Offline cores are absent, as in the
     kernel's /proc/stat."""

@@ -8,6 +8,7 @@ caller decides whether that degrades a sample or is an error.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,13 @@ def under(root: str | Path, board_path: str) -> Path:
 def read_text(path: Path) -> str | None:
     """First line of a file without trailing newline/NUL (device-tree strings end in NUL)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.readline().rstrip("\n\x00").strip()
+        # os.open/os.read: about 5x cheaper than io.open, and the power path reads 8 files at 200 Hz.
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return data.decode("utf-8", errors="replace").split("\n", 1)[0].rstrip("\x00").strip()
     except OSError as exc:
         log.debug("cannot read %s: %s", path, exc)
         return None

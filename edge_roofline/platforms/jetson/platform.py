@@ -166,11 +166,21 @@ class JetsonPlatform(Platform):
             self.writer.write(self._emc_dir / "max_rate", str(int(caps.emc_max_freq_hz)))
         self._point = point
 
-    def sample(self) -> TelemetrySample:
+    def _power(self):
         rails, problems = self._rails.read()
         total, reason = power.total_power_w(rails, self.device.total_power_rails)
         if reason or problems:
             log.debug("degraded power sample: %s", "; ".join(filter(None, [reason, *problems])))
+        source = self._rails.name if reason is None else f"{self._rails.name} ({reason})"
+        return rails, total, source
+
+    def sample_power(self) -> TelemetrySample:
+        rails, total, source = self._power()
+        return TelemetrySample(timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
+                               nvpmodel_mode=self._preset.name, operating_point=self._point.name, source=source)
+
+    def sample(self) -> TelemetrySample:
+        rails, total, source = self._power()
         stat = cpu.read_proc_stat(self.root)
         _, cpu_load = cpu.load_pct(self._last_stat, stat)
         self._last_stat = stat
@@ -178,12 +188,12 @@ class JetsonPlatform(Platform):
         emc_status = emc.read_emc(self.root)
         return TelemetrySample(
             timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
-            cpu_freq_hz=tuple(c.cur_freq_hz for c in cpu.read_cores(self.root) if c.online and c.cur_freq_hz),
+            cpu_freq_hz=cpu.read_online_freqs_hz(self.root, self._cores),
             gpu_freq_hz=gpu_status.cur_freq_hz if gpu_status else None,
             gpu_load_pct=gpu_status.load_pct if gpu_status else None,
             emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
             temperatures_c=thermal.read_thermal(self.root), nvpmodel_mode=self._preset.name,
-            operating_point=self._point.name, source=self._rails.name if reason is None else f"{self._rails.name} ({reason})")
+            operating_point=self._point.name, source=source)
 
     def restore(self) -> None:
         """The mode and every cap file as found (cores online first, so their caps can be set)."""

@@ -1,0 +1,51 @@
+"""Real rclpy: the power monitor on a live virtual AGX Orin (the real Jetson backend over the
+virtual tree). A background GPU load is switched on: published power, energy and /diagnostics
+respond, and everything says SIMULATION."""
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+
+from edge_roofline import topics
+from edge_roofline.msg import PowerTelemetry
+from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
+from test.ros.rosutil import log_text, start_node, stop_node, watcher
+
+
+def test_power_monitor_follows_the_virtual_load(ros_env, tmp_path):
+    board = LiveVirtualJetson(tmp_path / "orin", "agx_orin_64gb", mode_id=0).start()
+    telemetry, diagnostics = [], []
+    log = tmp_path / "power_monitor.log"
+    params = {"platform": "virtual:agx_orin_64gb", "sysfs_root": str(board.root), "sample_rate_hz": 200.0,
+              "power_warn_w": 30.0, "power_error_w": 60.0}
+    try:
+        with watcher(ros_env) as (node, spin_until):
+            node.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, telemetry.append, 100)
+            node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, diagnostics.append, 10)
+            proc = start_node("power_monitor", ros_env, params, log)
+            try:
+                assert spin_until(lambda: len(telemetry) >= 20 and diagnostics, timeout_s=40, procs=[proc]), log_text(log)
+                idle = telemetry[-1]
+                idle_diag = diagnostics[-1]
+                set_background_load(board.root, gpu_load=0.8)
+                n = len(telemetry)
+                assert spin_until(lambda: len(telemetry) >= n + 30, timeout_s=30, procs=[proc]), log_text(log)
+                busy = telemetry[-1]
+                nd = len(diagnostics)
+                assert spin_until(lambda: len(diagnostics) >= nd + 2, timeout_s=20, procs=[proc]), log_text(log)
+                busy_diag = diagnostics[-1]
+            finally:
+                assert stop_node(proc) == 0, log_text(log)
+    finally:
+        board.stop()
+
+    assert idle.simulated and "SIMULATION" in idle.source and "virtual" in idle.device.lower()
+    assert busy.total_power_w > idle.total_power_w + 10, (idle.total_power_w, busy.total_power_w)
+    assert busy.window_energy_j > 1.5 * idle.window_energy_j
+    assert busy.energy_j > idle.energy_j
+    assert busy.gpu_load_pct > 50 > idle.gpu_load_pct
+    assert {r.name for r in busy.rails} >= {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"}
+    assert busy.sample_rate_hz > 50
+
+    def power_level(array):
+        return next(s.level for s in array.status if s.name.endswith("power"))
+    assert power_level(idle_diag) == DiagnosticStatus.OK
+    assert power_level(busy_diag) == DiagnosticStatus.WARN  # over power_warn_w with the GPU busy

@@ -1,0 +1,86 @@
+"""The live virtual Jetson: the real Jetson backend drives it through its tree and the nvpmodel
+emulation, the board follows, and work reported by a client process shows up on the rails."""
+
+import json
+
+import pytest
+
+from edge_roofline.platforms.base import OperatingPoint, RebootRequiredError
+from edge_roofline.runtime import create_platform
+from edge_roofline.virtual.live import RUN_DIR, LiveBoardClient, LiveVirtualJetson, set_background_load
+
+
+@pytest.fixture
+def live(tmp_path):
+    jetson = LiveVirtualJetson(tmp_path / "board", "agx_orin_64gb", mode_id=0)
+    jetson.step(0.0)
+    return jetson
+
+
+def steps(jetson, seconds, start_s, tick_s=0.02):
+    t = start_s
+    while t < start_s + seconds:
+        t += tick_s
+        jetson.step(t)
+    return t
+
+
+def test_real_backend_caps_and_nvpmodel_reach_the_board(live):
+    platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(live.root))
+    try:
+        assert platform.identity().simulated and "SIMULATION" in platform.sample().source
+        low = next(p for p in platform.operating_points() if p.gpu_max_freq_hz == 306e6 and p.cpu_online_cores == 6)
+        platform.apply(low)
+        t = steps(live, 0.1, 0.0)
+        silicon = json.loads((live.root / RUN_DIR / "silicon.json").read_text())
+        assert silicon["gpu_freq_hz"] == 306e6 and silicon["cpu_online_cores"] == 6
+        platform.apply(OperatingPoint("MODE_50W", nvpmodel_id=3))  # through the nvpmodel emulation
+        steps(live, 0.1, t)
+        assert live.board.state.nvpmodel_mode_id == 3
+        assert live.board.silicon_clocks().gpu_freq_hz == 816e6
+        with pytest.raises(RebootRequiredError):
+            platform.apply(OperatingPoint("MODE_15W", nvpmodel_id=1))
+    finally:
+        platform.close()
+    steps(live, 0.1, 1.0)
+    assert live.board.state.nvpmodel_mode_id == 0 and live.board.silicon_clocks().gpu_freq_hz == 1300.5e6
+
+
+def test_client_work_shows_up_on_the_rails_and_leaves_when_it_stops(live, tmp_path):
+    from edge_roofline import zoo
+    from edge_roofline.roofline.costs import analyze_model
+
+    cost = analyze_model(zoo.build("resnet18"), precision="fp16")
+    slept = []
+    client = LiveBoardClient(live.root, sleep=slept.append)
+    platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(live.root))
+    try:
+        t = steps(live, 0.5, 0.0)
+        idle_w = platform.sample().total_power_w
+        for _ in range(5):  # 5 steps of 20 ms, each with 30 back-to-back inferences
+            for _ in range(30):
+                result = client.run_inference(cost, "fp16")
+            t += 0.02
+            live.step(t)
+        busy = platform.sample()
+        assert slept and slept[0] == pytest.approx(result.latency_s)
+        assert busy.total_power_w > idle_w + 10, (idle_w, busy.total_power_w)
+        assert busy.gpu_load_pct > 50
+        set_background_load(live.root, gpu_load=0.5)
+        t += 0.02
+        live.step(t)
+        slow = client.run_inference(cost, "fp16")
+        assert slow.latency_s > 1.3 * result.latency_s
+        client.close()
+        set_background_load(live.root)
+        steps(live, 0.5, t)
+        assert platform.sample().total_power_w < idle_w + 2
+    finally:
+        platform.close()
+
+
+def test_a_root_without_a_live_board_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="virtual-jetson"):
+        LiveBoardClient(tmp_path)
+    with pytest.raises(ValueError, match="background GPU load"):
+        set_background_load(tmp_path, gpu_load=1.5)
