@@ -64,6 +64,10 @@ class Governor:
         self._last_switch_s = now
         self._last_calibration_s = now
         self._explore_left = config.explore_budget
+        # A provisional point (the one found at start, or one being explored) may be left as soon
+        # as it has been measured; a point chosen as the best is held for dwell_s.
+        self._provisional = True
+        self._measured_here = False  # a calibration at the current point since the switch
         self._apply_failures: dict[str, int] = {}
         self._jitter_ratio = 1.0
         self._calibrated_rate_hz: float | None = None
@@ -171,6 +175,7 @@ class Governor:
         self.current = point
         self.safety.note_switch(now_s)
         self._last_switch_s = now_s
+        self._measured_here = False
         self._latencies.clear()
         self._power.clear()
         self.switches += 1
@@ -204,7 +209,8 @@ class Governor:
                 violation = meas / limit_s
         if self.predictor.energy is None:
             return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current, window)
-        dwell_over = now_s - self._last_switch_s >= self.config.dwell_s
+        dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
+            (self._provisional and self._measured_here)
         if violation is None and not dwell_over:
             return self._decision(self.current, False, "dwelling", "holding", current, window)
         choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
@@ -222,13 +228,16 @@ class Governor:
             return self._decision(self.current, False, f"apply failed: {error}", "holding", current, window)
         if choice.exploring:
             self._explore_left -= 1
+        self._provisional = choice.exploring
         return self._decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
                               choice.prediction, window)
 
     def _calibrate(self, now_s: float, window) -> None:
-        if window is None or now_s - self._last_calibration_s < self.config.calibration_interval_s:
+        if window is None or (self._measured_here and
+                              now_s - self._last_calibration_s < self.config.calibration_interval_s):
             return
         self._last_calibration_s = now_s
+        self._measured_here = True
         lat, rate_hz, power_w = window
         mean = float(lat.mean())
         self._jitter_ratio = max(1.0, float(np.percentile(lat, self.config.percentile)) / mean)

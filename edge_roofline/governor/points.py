@@ -78,12 +78,19 @@ def catalogue_device(platform: Platform) -> DeviceSpec | None:
         return None
 
 
+def _plain_preset(point: OperatingPoint) -> bool:
+    return (point.cpu_online_cores, point.cpu_max_freq_hz, point.gpu_max_freq_hz,
+            point.emc_max_freq_hz) == (None, None, None, None)
+
+
 def candidate_points(platform: Platform, config: PointGridConfig) -> list[OperatingPoint]:
     """Presets reachable now plus the grid inside the current preset; for devices outside the
     catalogue, the platform's own list.
 
     A preset with another TPC power-gating mask than the current one needs a reboot on a Jetson
-    (``RebootRequiredError``), so it is left out even where a platform lists it.
+    (``RebootRequiredError``), so it is left out even where a platform lists it. Of the
+    platform's list only the plain presets are taken (no custom caps): a platform's own caps grid
+    (JetsonPlatform, VirtualPlatform) would double the candidates with a second, coarser grid.
     """
     reachable = list(platform.operating_points())
     device = catalogue_device(platform)
@@ -93,7 +100,7 @@ def candidate_points(platform: Platform, config: PointGridConfig) -> list[Operat
     preset = device.preset(current.nvpmodel_id)
     presets = []
     if config.include_presets:
-        presets = [p for p in reachable if p.nvpmodel_id is not None
+        presets = [p for p in reachable if p.nvpmodel_id is not None and _plain_preset(p)
                    and device.preset(p.nvpmodel_id).tpc_pg_mask == preset.tpc_pg_mask]
     seen = {p.name for p in presets}
     return presets + [p for p in grid_points(device, preset, config) if p.name not in seen]
