@@ -1,0 +1,170 @@
+"""What a sweep database says, per model: one row per point (measured where measured, else
+predicted by the few-sample fit), the Pareto front, energy-optimal points for latency
+targets, energy-roofline fits per point across the models swept, and the operating-point
+table the governor can load as its prior."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.energy import EnergyFitError, EnergyRooflineFit, EnergySample, fit_energy_roofline
+
+from .pareto import TargetChoice, default_targets_ms, energy_optimal, pareto_front
+from .store import PointResult, PredictedPoint, Store, point_from_dict, point_to_dict
+
+TABLE_FORMAT = "edge_roofline.operating_points/1"
+TABLE_NAME = "operating_points_{model}_{precision}.json"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point of one model: measured, or predicted (few-sample mode)."""
+
+    point: OperatingPoint
+    source: str  # "measured" | "predicted"
+    latency_ms: float  # mean
+    latency_p95_ms: float | None  # measured only
+    energy_per_inference_j: float
+    power_w: float
+    idle_power_w: float | None
+    runs: int = 0
+    latency_std_ms: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.point.name
+
+
+def rows(store: Store, model: str, precision: str) -> list[Row]:
+    """Measured points with energy, then predicted points that were not measured."""
+    out = [Row(r.point, "measured", r.latency_ms_mean, r.latency_ms_p95, r.energy_per_inference_j,
+               r.power_w, r.idle_power_w, r.runs, r.latency_ms_std)
+           for r in store.results(model, precision, status="ok") if r.energy_per_inference_j is not None]
+    have = {r.name for r in out}
+    out += [Row(p.point, "predicted", p.latency_ms, None, p.energy_per_inference_j, p.power_w, None,
+                latency_std_ms=p.latency_std_ms)
+            for p in store.predictions(model, precision)
+            if p.name not in have and math.isfinite(p.energy_per_inference_j)]
+    return out
+
+
+@dataclass
+class ModelSummary:
+    model: str
+    precision: str
+    rows: list[Row]
+    front: list[Row]
+    choices: list[TargetChoice[Row]]
+    failures: list[PointResult] = field(default_factory=list)
+
+
+def summarise(store: Store, model: str, precision: str, targets_ms: list[float] | None = None) -> ModelSummary:
+    all_rows = rows(store, model, precision)
+    front = pareto_front(all_rows, lambda r: r.latency_ms, lambda r: r.energy_per_inference_j)
+    if not targets_ms and all_rows:
+        targets_ms = default_targets_ms([r.latency_ms for r in all_rows])
+    choices = energy_optimal(all_rows, targets_ms or [], lambda r: r.latency_ms,
+                             lambda r: r.energy_per_inference_j)
+    return ModelSummary(model, precision, all_rows, front, choices,
+                        store.results(model, precision, status="failed"))
+
+
+def energy_roofline_fits(store: Store, precision: str) -> dict[str, tuple[EnergyRooflineFit, list[str]]]:
+    """Per point, E = eps_flop W + eps_byte Q + pi0 T fitted across the models measured there
+    (one sample per model: its FLOPs, DRAM bytes, mean latency and energy per inference).
+    Needs three models at a point; points with fewer, or a degenerate set, are left out. The
+    fit attributes model-to-model differences to W, Q and T only, so its R^2 says how far that
+    holds."""
+    sweeps = {s.model: s for s in store.sweeps() if s.precision == precision}
+    samples: dict[str, list[tuple[str, EnergySample]]] = {}
+    for model, sweep in sweeps.items():
+        for r in store.results(model, precision, status="ok"):
+            if r.energy_per_inference_j is not None:
+                samples.setdefault(r.name, []).append(
+                    (model, EnergySample(sweep.flops, sweep.dram_bytes, r.latency_ms_mean / 1e3,
+                                         r.energy_per_inference_j)))
+    fits = {}
+    for name, items in samples.items():
+        if len(items) < 3:
+            continue
+        try:
+            fits[name] = (fit_energy_roofline(s for _, s in items), [m for m, _ in items])
+        except EnergyFitError:
+            continue
+    return fits
+
+
+# ---- the operating-point table ------------------------------------------------------------
+
+def operating_point_table(store: Store, summary: ModelSummary) -> dict[str, Any]:
+    """The governor-facing table (format ``edge_roofline.operating_points/1``; docs/characterise.md)."""
+    meta = store.meta()
+    simulated = meta.get("simulated") == "1"
+    front = {r.name for r in summary.front}
+    points = []
+    for r in summary.rows:
+        entry = point_to_dict(r.point) | {
+            "source": r.source, "latency_ms": r.latency_ms, "latency_p95_ms": r.latency_p95_ms,
+            "latency_std_ms": r.latency_std_ms, "energy_per_inference_j": r.energy_per_inference_j,
+            "power_w": r.power_w, "idle_power_w": r.idle_power_w, "runs": r.runs,
+            "pareto": r.name in front}
+        points.append({k: v for k, v in entry.items() if v is not None})
+    return {"format": TABLE_FORMAT,
+            "simulated": simulated,
+            "label": "SIMULATION (virtual Jetson)" if simulated else "measured",
+            "device": meta.get("device", ""), "platform": meta.get("platform", ""),
+            "model": summary.model, "precision": summary.precision,
+            "conditions": "inferences back to back; latency ms per inference, energy J per "
+                          "inference, power W averaged over the measured window",
+            "points": points}
+
+
+def write_table(out_dir: str | Path, table: dict[str, Any]) -> Path:
+    path = Path(out_dir) / TABLE_NAME.format(model=table["model"], precision=table["precision"])
+    path.write_text(json.dumps(table, indent=2))
+    return path
+
+
+@dataclass(frozen=True)
+class OperatingPointTable:
+    device: str
+    model: str
+    precision: str
+    simulated: bool
+    points: list[dict[str, Any]]
+
+    def observations(self):
+        """Measured rows as ``governor.predictor.Observation`` (back to back), ready for
+        ``Predictor(RooflineWorkload(analysis, device)).fit(table.observations())``."""
+        from edge_roofline.governor.predictor import Observation
+
+        out = []
+        for p in self.points:
+            if p["source"] != "measured":
+                continue
+            point = point_from_dict({k: p[k] for k in OperatingPoint.__dataclass_fields__ if k in p})
+            out.append(Observation(point, p["latency_ms"] / 1e3, p["energy_per_inference_j"],
+                                   None, max(int(p.get("runs", 1)), 1),
+                                   (p.get("latency_std_ms", 0.0) / 1e3) ** 2))
+        return out
+
+
+def load_table(path: str | Path) -> OperatingPointTable:
+    """Read a table written by ``write_table`` (JSON; YAML accepted too)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != TABLE_FORMAT:
+        raise ValueError(f"{path}: not an operating-point table (expected format {TABLE_FORMAT!r}); "
+                         "write one with `edge-roofline sweep` or `edge-roofline report`")
+    return OperatingPointTable(data["device"], data["model"], data["precision"], bool(data["simulated"]),
+                               list(data["points"]))

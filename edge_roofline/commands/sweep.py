@@ -1,0 +1,152 @@
+"""``edge-roofline sweep MODEL --platform jetson|nvml|virtual:DEVICE``: measure latency and
+energy per inference at every operating point (or at ``--budget K`` of them and predict the
+rest), store results in ``--out DIR`` (resumable), then write the HTML report, charts and the
+operating-point table (see docs/characterise.md)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+NAME = "sweep"
+HELP = "characterise a model over a device's operating points (latency, energy, Pareto front)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from edge_roofline.characterise.sweep import SweepSettings
+
+    d = SweepSettings()
+    parser.add_argument("models", nargs="+", metavar="MODEL",
+                        help="ONNX file or zoo:NAME; several share the points (3+ give energy-roofline fits)")
+    parser.add_argument("--platform", required=True,
+                        help="jetson | nvml | virtual:DEVICE (simulated time, e.g. virtual:agx_orin_64gb)")
+    parser.add_argument("--points", default="grid",
+                        help="grid (the governor's 96-point caps grid), presets, all, platform-grid, "
+                             "or a JSON/YAML file of points (default: grid)")
+    parser.add_argument("--runs", type=int, default=d.runs, help=f"measured inferences per point (default {d.runs})")
+    parser.add_argument("--warmup", type=int, default=d.warmup, help=f"warm-up inferences per point (default {d.warmup})")
+    parser.add_argument("--settle-s", type=float, default=d.settle_s,
+                        help=f"wait after applying a point (default {d.settle_s})")
+    parser.add_argument("--idle-s", type=float, default=d.idle_s,
+                        help=f"idle power window per point, 0 to skip (default {d.idle_s})")
+    parser.add_argument("--min-window-s", type=float, default=d.min_window_s,
+                        help=f"shortest energy window per point (default {d.min_window_s})")
+    parser.add_argument("--layer-runs", type=int, default=0,
+                        help="profiled runs per point for per-layer times (default 0: none)")
+    parser.add_argument("--out", default="sweep_out", help="results directory (default sweep_out)")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="few-sample mode: measure K points spanning the clock space (10-15) "
+                             "and predict the rest")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default="fp16")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a sweep in --out: finished points are not measured again")
+    parser.add_argument("--backend", choices=("tensorrt", "ort"), default="tensorrt",
+                        help="inference backend on a real device (default tensorrt)")
+    parser.add_argument("--sysfs-root", default="/", help="sysfs root of a Jetson (default /)")
+    parser.add_argument("--virtual-mode", default=None,
+                        help="nvpmodel preset a virtual board starts in (default: its MAXN)")
+    parser.add_argument("--perturbation", type=float, default=0.0,
+                        help="virtual board: scale its physics randomly by up to this fraction")
+    parser.add_argument("--seed", type=int, default=0, help="virtual board seed")
+    parser.add_argument("--targets-ms", type=float, nargs="*", default=None,
+                        help="latency targets for the energy-optimal table (default: spread over the range)")
+    parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt  # a kill restores the device like Ctrl-C does
+
+
+def _make_rig(args):
+    from edge_roofline.characterise.sweep import device_rig, virtual_rig
+
+    kind, _, device = args.platform.partition(":")
+    if kind == "virtual":
+        if not device:
+            raise ValueError("--platform virtual needs a device: virtual:agx_orin_64gb")
+        return virtual_rig(device, args.precision, mode=args.virtual_mode, seed=args.seed,
+                           perturbation=args.perturbation)
+    if kind not in ("jetson", "nvml"):
+        raise ValueError(f"--platform {args.platform!r}: use jetson, nvml or virtual:DEVICE")
+    return device_rig(args.platform, args.backend, args.precision, sysfs_root=args.sysfs_root)
+
+
+def _sweep_model(args, source: str, store, settings) -> None:
+    from edge_roofline.characterise import predict
+    from edge_roofline.characterise.plan import choose_few, sweep_points
+    from edge_roofline.characterise.sweep import Sweep
+    from edge_roofline.commands.profile import _load_model
+    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.roofline.devices import get_device
+
+    rig = _make_rig(args)
+    sim = "SIMULATION: " if rig.simulated else ""
+    try:
+        model = _load_model(source)
+        rig.backend.load(model)
+        cost = getattr(rig.backend, "cost", None) or analyze_model(model, precision=args.precision)
+        points = sweep_points(rig.platform, args.points)
+        device = get_device(rig.device_key) if rig.device_key else None
+        if args.budget is not None:
+            if device is None:
+                raise ValueError("--budget needs a device in the catalogue (a Jetson); this platform "
+                                 "is not: run a full sweep instead")
+            todo = choose_few(points, device, args.budget)
+        else:
+            todo = points
+        sweep = Sweep(rig.platform, rig.backend, store, cost, clock=rig.clock,
+                      settings=settings, threaded_sampling=rig.threaded_sampling, precision=args.precision,
+                      extra_settings={"model_source": source})
+        summary = sweep.run(todo, resume=args.resume)
+        print(f"{sim}{cost.model}: {summary.measured} points measured, {summary.failed} failed, "
+              f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
+        if args.budget is not None:
+            measured = store.results(cost.model, args.precision)
+            fitted = [r for r in measured if r.ok and r.name in {p.name for p in todo}]
+            predictor = predict.fit_predictor(predict.reference_analysis(cost, device), device, fitted)
+            predictions = predict.predict_points(predictor, cost.model, args.precision, points,
+                                                 [r.name for r in fitted])
+            store.put_predictions(predictions)
+            acc = predict.accuracy(predictions, measured)
+            print(f"{sim}few-sample: fitted on {len(fitted)} points, predicted {len(points)}"
+                  + (f"; vs {acc.points} measured points: latency MAPE {acc.latency_mape_pct:.1f}%, "
+                     f"power MAPE {acc.power_mape_pct:.1f}%" if acc else
+                     " (no full sweep in --out to score against)"))
+    finally:
+        rig.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from edge_roofline.backends.base import BackendError
+    from edge_roofline.characterise import report
+    from edge_roofline.characterise.plan import PlanError
+    from edge_roofline.characterise.store import Store, StoreError
+    from edge_roofline.characterise.sweep import SweepAborted, SweepSettings
+    from edge_roofline.platforms.base import PlatformError
+    from edge_roofline.roofline.costs import CostModelError
+    from edge_roofline.roofline.devices import UnknownDeviceError
+
+    try:
+        settings = SweepSettings(runs=args.runs, warmup=args.warmup, settle_s=args.settle_s,
+                                 idle_s=args.idle_s, min_window_s=args.min_window_s,
+                                 layer_runs=args.layer_runs)
+    except ValueError as exc:
+        print(f"edge-roofline sweep: error: {exc}", file=sys.stderr)
+        return 2
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with Store(args.out) as store:
+            for source in args.models:
+                _sweep_model(args, source, store, settings)
+            simulated = store.simulated
+        if not args.no_report:
+            path = report.render(args.out, args.targets_ms)
+            print(f"wrote {path}{' (SIMULATION)' if simulated else ''}")
+    except (PlatformError, BackendError, CostModelError, UnknownDeviceError, PlanError, StoreError,
+            SweepAborted, ValueError, OSError, ImportError) as exc:
+        print(f"edge-roofline sweep: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
