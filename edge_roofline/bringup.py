@@ -24,10 +24,34 @@ class NodeSpec:
     name: str
 
 
+# Stopped in reverse order: the governor first, so it restores the device while telemetry runs.
 NODES = (
     NodeSpec("power_monitor", "power_monitor"),
     NodeSpec("inference", "inference"),
+    NodeSpec("governor", "governor"),
 )
+
+# Launch arguments (``name:=value`` for ros2 launch, ``--name`` for edge-roofline up) that
+# override one node parameter each (node, parameter, type, help); empty: the file's value.
+ARGUMENTS = {
+    "target_latency_ms": ("governor", "target_latency_ms", float, "governor latency target at its percentile (ms)"),
+    "governor_mode": ("governor", "mode", str, "governor mode: off | advise | active"),
+}
+
+
+def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
+    """{node_name: {param: value}} for the launch arguments given (non-empty), typed as the
+    node declares them (a launch argument is a string; "20" would reach ROS as an integer)."""
+    overrides: dict[str, dict] = {}
+    for arg, value in values.items():
+        if value in ("", None):
+            continue
+        node, param, kind, _ = ARGUMENTS[arg]
+        try:
+            overrides.setdefault(node, {})[param] = kind(value)
+        except ValueError as exc:
+            raise ValueError(f"{arg}: expected a {kind.__name__}, got {value!r}") from exc
+    return overrides
 
 
 def load_params(path: str | Path) -> dict[str, dict]:
@@ -53,6 +77,12 @@ def load_params(path: str | Path) -> dict[str, dict]:
     return params
 
 
+def configured_nodes(params: dict[str, dict]) -> tuple[NodeSpec, ...]:
+    """The NODES the parameter file configures: a file without a ``governor`` section (the host
+    CPU demo: nothing to govern) starts no governor."""
+    return tuple(spec for spec in NODES if spec.name in params)
+
+
 def virtual_devices(params: dict[str, dict]) -> dict[str, str]:
     """{sysfs_root: device_key} of the virtual Jetsons the nodes' parameters point at."""
     found = {}
@@ -66,7 +96,12 @@ def virtual_devices(params: dict[str, dict]) -> dict[str, str]:
     return found
 
 
-def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str | None = None) -> int:
+def _mode_name(jetson) -> str:
+    return jetson.device.preset(jetson.board.state.nvpmodel_mode_id).name
+
+
+def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str | None = None,
+              overrides: dict[str, dict] | None = None) -> int:
     """Start a live virtual Jetson when the parameters name one, then the nodes, then wait for
     Ctrl-C (or ``duration_s``) and stop everything in reverse order."""
     import os
@@ -87,13 +122,13 @@ def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str |
         jetson = LiveVirtualJetson(root, device)
         jetson.start()
         live.append(jetson)
-        print(f"virtual Jetson {device} (SIMULATION) live at {root}")
+        print(f"virtual Jetson {device} (SIMULATION) live at {root} in {_mode_name(jetson)}")
     stop = install_stop_flag()
     supervisor = Supervisor(env, logs)
     code = 0
     try:
-        for spec in NODES:
-            supervisor.start(spec.executable, spec.name, str(params_path))
+        for spec in configured_nodes(params):
+            supervisor.start(spec.executable, spec.name, str(params_path), (overrides or {}).get(spec.name))
         for extra in extras:
             supervisor.start(extra, extra, str(params_path), show_output=(extra == "console"))
         print(f"started {len(supervisor.children)} nodes; logs in {logs}; Ctrl-C to stop")
@@ -106,5 +141,6 @@ def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str |
         codes = supervisor.stop_all()
         for jetson in live:
             jetson.stop()
+            print(f"virtual Jetson {jetson.device.key} (SIMULATION) left in {_mode_name(jetson)}")
         print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
     return code

@@ -1,9 +1,11 @@
 """ros2 launch edge_roofline edge_roofline.launch.py [params_file:=FILE] [namespace:=NS]
+    [target_latency_ms:=MS] [governor_mode:=off|advise|active]
 
-Starts the nodes listed in edge_roofline.bringup.NODES (the same list `edge-roofline up` uses)
-with one parameter file (default: config/virtual_agx_orin.yaml). When the parameters point a
-node at a virtual Jetson (platform: virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson
-is started first, as `edge-roofline up` does.
+Starts the nodes of edge_roofline.bringup.NODES that the parameter file configures (the same
+list, rule and arguments `edge-roofline up` uses) with one parameter file (default:
+config/virtual_agx_orin.yaml). When the parameters point a node at a virtual Jetson (platform:
+virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson is started first, as `edge-roofline up`
+does.
 """
 
 from pathlib import Path
@@ -14,17 +16,20 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from edge_roofline.bringup import NODES, PACKAGE, load_params, virtual_devices
+from edge_roofline.bringup import ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params, virtual_devices
 
 
 def _nodes(context):
     params_file = LaunchConfiguration("params_file").perform(context)
     namespace = LaunchConfiguration("namespace").perform(context)
+    overrides = argument_overrides({arg: LaunchConfiguration(arg).perform(context) for arg in ARGUMENTS})
+    params = load_params(params_file)
     actions = [ExecuteProcess(cmd=["edge-roofline", "virtual-jetson", "--device", device, "--root", root],
                               output="screen")
-               for root, device in virtual_devices(load_params(params_file)).items()]
+               for root, device in virtual_devices(params).items()]
     actions += [Node(package=PACKAGE, executable=spec.executable, name=spec.name, namespace=namespace,
-                     parameters=[params_file], output="screen") for spec in NODES]
+                     parameters=[params_file, overrides.get(spec.name, {})], output="screen")
+                for spec in configured_nodes(params)]
     return actions
 
 
@@ -34,5 +39,7 @@ def generate_launch_description():
         DeclareLaunchArgument("params_file", default_value=str(share / "config" / "virtual_agx_orin.yaml"),
                               description="ROS 2 parameter file for all nodes (see config/)"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace for all nodes"),
+        *[DeclareLaunchArgument(arg, default_value="", description=f"{help_text} (empty: the parameter file's)")
+          for arg, (_, _, _, help_text) in ARGUMENTS.items()],
         OpaqueFunction(function=_nodes),
     ])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.bringup import NODES, load_params, virtual_devices
+from edge_roofline.bringup import ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params, virtual_devices
 from edge_roofline.commands.up import EXTRAS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +26,8 @@ def test_launch_file_starts_the_bringup_node_list():
     tree = ast.parse((REPO / "launch" / "edge_roofline.launch.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 and node.module == "edge_roofline.bringup" for alias in node.names}
-    assert "NODES" in imported, "the launch file must take its node list from edge_roofline.bringup"
+    assert "configured_nodes" in imported, "the launch file must take its node list from edge_roofline.bringup"
+    assert "argument_overrides" in imported and "ARGUMENTS" in imported, "launch arguments come from bringup too"
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
     default = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).endswith(".yaml"))
     assert (REPO / "config" / default.value).is_file(), f"launch default {default.value} is not shipped"
@@ -57,3 +58,34 @@ def test_malformed_parameter_file_names_the_problem(tmp_path):
     bad.write_text("power_monitor:\n  platform: jetson\n")
     with pytest.raises(ValueError, match="needs a 'ros__parameters' mapping"):
         load_params(bad)
+
+
+def test_launch_arguments_become_typed_overrides():
+    assert argument_overrides({"target_latency_ms": "20", "governor_mode": "active"}) == \
+        {"governor": {"target_latency_ms": 20.0, "mode": "active"}}
+    assert isinstance(argument_overrides({"target_latency_ms": "20"})["governor"]["target_latency_ms"], float)
+    assert argument_overrides({"target_latency_ms": "", "governor_mode": None}) == {}
+    with pytest.raises(ValueError, match="target_latency_ms: expected a float"):
+        argument_overrides({"target_latency_ms": "fast"})
+    for node, param, _, _ in ARGUMENTS.values():
+        executable = next(s.executable for s in NODES if s.name == node)
+        assert param in declared_parameters(executable)
+
+
+def test_only_configured_nodes_start():
+    virtual = [s.name for s in configured_nodes(load_params(REPO / "config" / "virtual_agx_orin.yaml"))]
+    assert virtual == ["power_monitor", "inference", "governor"]  # governor last: stopped first
+    host = [s.name for s in configured_nodes(load_params(REPO / "config" / "demo_host_cpu.yaml"))]
+    assert "governor" not in host and "inference" in host
+
+
+@pytest.mark.parametrize("name", ["virtual_agx_orin.yaml", "demo_virtual_agx_orin.yaml", "agx_orin.yaml",
+                                  "orin_nx.yaml", "orin_nano.yaml"])
+def test_governor_is_configured_consistently(name):
+    params = load_params(REPO / "config" / name)
+    gov, inf = params["governor"], params["inference"]
+    assert gov["model"] == inf["model"] and gov["precision"] == inf["precision"], \
+        "the governor's roofline must be the model the inference node serves"
+    assert gov["platform"] == inf["platform"] and gov["sysfs_root"] == inf["sysfs_root"]
+    expected = "active" if gov["platform"].startswith("virtual:") else "advise"
+    assert gov["mode"] == expected, f"{name}: governor mode {gov['mode']}, expected {expected}"

@@ -1,20 +1,31 @@
-"""edge-roofline demo: the suite on this machine: a synthetic camera, ONNX Runtime inference
-with live per-layer rooflines against this CPU's measured roofs, the power monitor (which says
-when the machine has no power sensor), a live console summary and Foxglove on
-ws://127.0.0.1:8765. (The virtual-AGX-Orin demo with the governor needs the virtual Jetson and
-governor issues, not landed yet.)"""
+"""edge-roofline demo: the suite on a virtual AGX Orin 64GB (SIMULATION) with the governor
+active: a synthetic camera, inference on a small model with the virtual backend (times and
+power from the virtual board's physics), the power monitor, the governor, a live console
+summary and Foxglove on ws://127.0.0.1:8765. Ctrl-C stops the governor first, which puts back
+the virtual board's original mode and caps.
+
+``--host-cpu``: the same suite on this machine's CPU instead (ONNX Runtime, measured CPU roofs,
+no governor: a host CPU has no catalogued operating points)."""
 
 NAME = "demo"
-HELP = "run the demo: synthetic camera, ORT inference with live rooflines, power monitor, console, Foxglove"
-DEMO_CONFIG = "demo_host_cpu.yaml"
+HELP = "run the demo: virtual AGX Orin with the governor, live rooflines, power, console, Foxglove"
+DEMO_CONFIG = "demo_virtual_agx_orin.yaml"
+HOST_CPU_CONFIG = "demo_host_cpu.yaml"
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.commands.up import add_suite_arguments
     parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--no-foxglove", action="store_true", help="don't start the Foxglove server")
+    parser.add_argument("--host-cpu", action="store_true",
+                        help="run on this machine's CPU (ONNX Runtime, measured roofs, no governor)")
+    add_suite_arguments(parser)
 
 
 def run(args) -> int:
     from edge_roofline.bringup import run_suite
+    from edge_roofline.commands.up import suite_overrides
     extras = ["synthetic_camera", "console"] + ([] if args.no_foxglove else ["foxglove_bridge"])
-    return run_suite(DEMO_CONFIG, extras=extras, duration_s=args.duration)
+    if args.host_cpu:
+        return run_suite(HOST_CPU_CONFIG, extras=extras, duration_s=args.duration)
+    return run_suite(DEMO_CONFIG, extras=extras, duration_s=args.duration, overrides=suite_overrides(args))

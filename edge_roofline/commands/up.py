@@ -6,6 +6,19 @@ HELP = "start the suite's nodes (as ros2 launch would) and stop them cleanly on 
 EXTRAS = ("synthetic_camera", "console", "foxglove_bridge")
 
 
+def add_suite_arguments(parser) -> None:
+    """The launch file's arguments (edge_roofline.bringup.ARGUMENTS) as options."""
+    from edge_roofline.bringup import ARGUMENTS
+    for arg, (_, _, kind, help_text) in ARGUMENTS.items():
+        parser.add_argument(f"--{arg.replace('_', '-')}", dest=arg, type=kind, default=None,
+                            help=f"{help_text}; default: the parameter file's")
+
+
+def suite_overrides(args) -> dict[str, dict]:
+    from edge_roofline.bringup import ARGUMENTS, argument_overrides
+    return argument_overrides({arg: getattr(args, arg) for arg in ARGUMENTS})
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--config", default="virtual_agx_orin.yaml",
                         help="ROS 2 parameter file (a path, or a name in config/); default: %(default)s")
@@ -13,6 +26,7 @@ def add_arguments(parser) -> None:
                         help=f"comma-separated extra nodes: {', '.join(EXTRAS)}")
     parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--log-dir", default="", help="write each node's output here (default: a temp dir)")
+    add_suite_arguments(parser)
 
 
 def run(args) -> int:
@@ -22,4 +36,5 @@ def run(args) -> int:
     if unknown:
         print(f"unknown extra node(s) {unknown}; choose from {', '.join(EXTRAS)}")
         return 2
-    return run_suite(args.config, extras=extras, duration_s=args.duration, log_dir=args.log_dir or None)
+    return run_suite(args.config, extras=extras, duration_s=args.duration, log_dir=args.log_dir or None,
+                     overrides=suite_overrides(args))

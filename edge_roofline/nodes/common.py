@@ -8,7 +8,7 @@ from typing import Callable
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.node import Node
 
 
@@ -19,9 +19,11 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     return {name: node.get_parameter(name).value for name in parameters}
 
 
-def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,)) -> int:
+def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,),
+             executor: Callable[[], Executor] | None = None) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
-    start (bad parameters, unloadable model) prints why and exits 2 instead of a traceback."""
+    start (bad parameters, unloadable model) prints why and exits 2 instead of a traceback.
+    ``destroy_node`` runs on every way out, an exception in a callback included."""
     rclpy.init(args=argv)
     try:
         node = factory()
@@ -30,7 +32,7 @@ def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors
         rclpy.try_shutdown()
         return 2
     try:
-        rclpy.spin(node)
+        rclpy.spin(node, executor=executor() if executor else None)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

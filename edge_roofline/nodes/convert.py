@@ -9,9 +9,10 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from std_msgs.msg import Header
 
-from edge_roofline.msg import (InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport, Tensor,
+from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport, Tensor,
                                TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
+from edge_roofline.governor.core import Decision, Governor
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
@@ -90,6 +91,35 @@ def diagnostic_array_msg(statuses: list[Status], stamp, hardware_id: str) -> Dia
                          values=[KeyValue(key=k, value=v) for k, v in s.values.items()])
         for s in statuses]
     return array
+
+
+def latency_s_from_stats(msg: InferenceStats) -> float | None:
+    """The frame's execution time, or None for a frame that never ran (rejected input or an
+    error before execution publish 0). NaN stays NaN: that is a measurement gone wrong."""
+    return None if msg.latency_ms == 0.0 else msg.latency_ms / 1e3
+
+
+def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
+    return {name: float(c) for name, c in zip(msg.temperature_names, msg.temperatures_c)}
+
+
+# ---- governor -----------------------------------------------------------------------
+
+def governor_state_msg(decision: Decision, governor: Governor, stamp, last_change_stamp) -> GovernorState:
+    config = governor.config
+    msg = GovernorState(
+        mode=governor.mode, state=decision.state, target_latency_ms=config.target_latency_ms,
+        target_percentile=config.percentile, margin=config.margin,
+        measured_latency_ms=decision.measured_latency_s * 1e3,
+        predicted_latency_ms=decision.predicted_latency_s * 1e3,
+        predicted_latency_std_ms=NAN,  # the core's Decision does not carry it
+        measured_energy_per_inference_j=decision.measured_energy_per_inference_j,
+        predicted_energy_per_inference_j=decision.predicted_energy_j, violation_rate=decision.violation_rate,
+        current_point=operating_point_msg(governor.current), chosen_point=operating_point_msg(decision.point),
+        safe_point=operating_point_msg(governor.safe_point), fallback_active=decision.fallback_active,
+        reason=decision.reason, switches=governor.switches, header=_header(stamp))
+    msg.last_change_stamp = last_change_stamp
+    return msg
 
 
 # ---- inference ----------------------------------------------------------------------

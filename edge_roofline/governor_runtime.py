@@ -1,0 +1,131 @@
+"""The governor as a long-running process runs it (the ``governor`` node): flat parameters into
+a ``GovernorConfig``, the platform opened only after a crash record has been put back, the
+model's roofline at the preset in force, and one restore path shared by shutdown, disable,
+signals and errors. ROS-free, so it is tested without rclpy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge_roofline.clock import Clock
+from edge_roofline.governor.config import ConfigError, GovernorConfig
+from edge_roofline.governor.core import Governor
+from edge_roofline.platforms.base import OperatingPoint, Platform
+from edge_roofline.roofline.ceilings import preset_ceilings
+from edge_roofline.roofline.costs import analyze_model
+from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
+from edge_roofline.runtime import create_platform
+from edge_roofline.serving import load_model_source
+
+STATE_FILE = "edge_roofline/governor_state.json"
+
+
+def default_state_path(sysfs_root: str) -> Path:
+    """A board's crash record lives with the board: under a virtual Jetson's tree, or the
+    user's ROS directory on a real one."""
+    if sysfs_root not in ("", "/"):
+        return Path(sysfs_root) / "var" / "lib" / STATE_FILE
+    return Path.home() / ".ros" / STATE_FILE
+
+
+def governor_config(p: dict) -> GovernorConfig:
+    """The node's flat parameters as a GovernorConfig (the core validates every value)."""
+    cores = [c.strip() for c in str(p["points_core_options"]).split(",") if c.strip()]
+    try:
+        core_options = [int(c) for c in cores]
+    except ValueError as exc:
+        raise ConfigError(f"points_core_options must be comma-separated core counts (e.g. '12,6'), "
+                          f"got {p['points_core_options']!r}") from exc
+    return GovernorConfig.from_dict({
+        "target_latency_ms": p["target_latency_ms"], "percentile": p["percentile"], "margin": p["margin"],
+        "mode": p["mode"], "window_s": p["window_s"], "dwell_s": p["dwell_s"],
+        "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"])),
+        "points": {"cpu_steps": p["points_cpu_steps"], "gpu_steps": p["points_gpu_steps"],
+                   "emc_steps": p["points_emc_steps"], "core_options": core_options,
+                   "include_presets": p["points_include_presets"]},
+        "safety": {"stale_telemetry_s": p["stale_telemetry_s"], "thermal_limit_c": p["thermal_limit_c"],
+                   "thermal_margin_c": p["thermal_margin_c"]},
+    })
+
+
+def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
+                  state_path: str) -> tuple[Platform, OperatingPoint | None]:
+    """The platform, after a record left by a crashed run has been put back. Opened again after
+    a recovery, so what it records as "found" (every cap file) is the recovered state and not
+    the crashed run's. Returns the recovered point (None: no crash record)."""
+    platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
+    recovered = Governor.recover(platform, state_path)
+    if recovered is not None:
+        platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
+    return platform, recovered
+
+
+def model_analysis(model: str, device_key: str, preset: str, precision: str, engine: str) -> RooflineAnalysis:
+    """The roofline of ``model`` (an ONNX path or zoo:NAME, as the inference node takes it) at
+    the spec ceilings of ``preset``: the predictor's prior."""
+    cost = analyze_model(load_model_source(model), precision=precision)
+    return analyze_roofline(cost, preset_ceilings(device_key, preset, precision, engine))
+
+
+class GovernorRuntime:
+    """A Governor on a platform, with enable/disable and one way back to what was found."""
+
+    def __init__(self, p: dict, clock: Clock, log=print) -> None:
+        config = governor_config(p)
+        self.enabled_mode = config.mode if config.mode != "off" else "advise"
+        self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
+                                                 nvpmodel_cmd=p["nvpmodel_cmd"], state_path=config.state_path)
+        if recovered is not None:
+            log(f"a previous governor did not shut down: put back {recovered.name}, the point it found")
+        try:
+            identity = self.platform.identity()
+            device = p["device"] or identity.catalogue_key
+            if not device:
+                raise ConfigError(f"{identity.model} has no catalogue entry: set the device parameter")
+            found = self.platform.current_operating_point()
+            analysis = model_analysis(p["model"], device, found.name, p["precision"], p["engine"])
+            self.governor = Governor(self.platform, config, analysis, clock)
+            if p["safe_point"]:
+                self.governor.safe_point = self._reachable(p["safe_point"])
+        except Exception:
+            self.platform.close()
+            raise
+        self.simulated = identity.simulated
+        self._closed = False
+
+    def _reachable(self, name: str) -> OperatingPoint:
+        points = {pt.name: pt for pt in self.platform.operating_points()}
+        if name not in points:
+            raise ConfigError(f"safe_point {name!r} is not reachable without a reboot here; "
+                              f"choose one of {', '.join(points)} (empty: the point found at start)")
+        return points[name]
+
+    def set_enabled(self, enabled: bool) -> str:
+        """Disabling puts the found point back (as a shutdown would) and stops the governor;
+        enabling records the point in force as the new "found" point and resumes."""
+        gov = self.governor
+        if not enabled:
+            if gov.mode != "off":
+                self.enabled_mode = gov.mode
+            self.restore()
+            gov.set_mode("off")
+            return f"governor off; {gov.found.name} (found at start) restored"
+        if gov.mode == "off":
+            gov.store.save(gov.found)
+            gov.set_mode(self.enabled_mode)
+        return f"governor {gov.mode}"
+
+    def restore(self) -> None:
+        """The found point (core), then every cap file exactly as found (platform)."""
+        self.governor.shutdown()
+        self.platform.restore()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.governor.shutdown()
+        finally:
+            self.platform.close()  # restores every cap file as found, then closes the readers

@@ -1,0 +1,151 @@
+"""governor: inference latency (inference/stats) and power (power/telemetry) in, the device's
+operating point out (active), or recommended (advise); GovernorState with the reason for every
+decision on governor/state; services to enable/disable it and to set the latency target.
+
+What was found at start is put back on shutdown, Ctrl-C, SIGTERM, an exception, when disabled,
+and on the next start after a crash (the state file). The core is edge_roofline.governor.core;
+edge_roofline.governor_runtime opens the platform and restores.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from builtin_interfaces.msg import Time
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from std_srvs.srv import SetBool
+
+from edge_roofline import topics
+from edge_roofline.clock import Clock
+from edge_roofline.governor.config import ConfigError
+from edge_roofline.governor_runtime import GovernorRuntime
+from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
+from edge_roofline.nodes import convert
+from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.platforms.base import PlatformError
+from edge_roofline.roofline.costs import CostModelError
+from edge_roofline.srv import SetTarget
+
+PARAMETERS = {
+    "mode": ("advise", "off | advise (recommend only) | active (apply)"),
+    "target_latency_ms": (50.0, "latency target at the percentile"),
+    "percentile": (95.0, "latency percentile the target applies to"),
+    "margin": (0.1, "predicted percentile must stay under target x (1 - margin)"),
+    "platform": ("jetson", "jetson | virtual:DEVICE (the governor needs a catalogued Jetson)"),
+    "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
+    "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
+    "device": ("", "catalogue device (empty: from the platform)"),
+    "model": ("zoo:resnet18", "the model the inference node serves (ONNX path or zoo:NAME): the predictor's roofline"),
+    "precision": ("fp16", "precision of the model's cost (fp32 | fp16 | int8)"),
+    "engine": ("gpu", "engine the model runs on: gpu | cpu | dla"),
+    "points_cpu_steps": (4, "CPU cap steps in the candidate grid"),
+    "points_gpu_steps": (4, "GPU cap steps in the candidate grid"),
+    "points_emc_steps": (3, "EMC cap steps in the candidate grid"),
+    "points_core_options": ("", "online-core counts to try, comma-separated (empty: the preset's and half)"),
+    "points_include_presets": (True, "reboot-free nvpmodel presets are candidates too"),
+    "safe_point": ("", "fallback point name (empty: the point found at start)"),
+    "state_path": ("", "crash record of the point found at start (empty: under sysfs_root, or ~/.ros)"),
+    "step_rate_hz": (10.0, "decisions per second"),
+    "window_s": (5.0, "sliding window of the latency percentile"),
+    "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
+    "stale_telemetry_s": (1.0, "no power telemetry for this long: fall back to the safe point"),
+    "thermal_limit_c": (95.0, "fall back when a zone comes within thermal_margin_c of this"),
+    "thermal_margin_c": (5.0, "see thermal_limit_c"),
+}
+
+
+class _NodeClock(Clock):
+    """ROS time in seconds: the stamps of power telemetry and of the steps share one clock."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def now_s(self) -> float:
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+
+class GovernorNode(Node):
+    def __init__(self) -> None:
+        super().__init__("governor")
+        p = declare_parameters(self, PARAMETERS)
+        if p["step_rate_hz"] <= 0:
+            raise ConfigError(f"step_rate_hz must be > 0, got {p['step_rate_hz']}")
+        self.clock = _NodeClock(self)
+        self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning)
+        # A step may wait on nvpmodel; telemetry keeps arriving (and is stamped) meanwhile.
+        self.lock = threading.Lock()
+        inputs, steps = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        self.state_pub = self.create_publisher(GovernorState, topics.GOVERNOR_STATE, 10)
+        self.create_subscription(InferenceStats, topics.INFERENCE_STATS, self.on_stats, 50, callback_group=inputs)
+        self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10, callback_group=inputs)
+        self.create_service(SetBool, topics.GOVERNOR_ENABLE, self.on_enable, callback_group=steps)
+        self.create_service(SetTarget, topics.GOVERNOR_SET_TARGET, self.on_set_target, callback_group=steps)
+        self.create_timer(1.0 / p["step_rate_hz"], self.on_step, callback_group=steps)
+        self.last_change = Time()
+        self.last_reason = ""
+        gov = self.runtime.governor
+        sim = " (SIMULATION)" if self.runtime.simulated else ""
+        self.get_logger().info(f"governor {gov.mode} on {self.runtime.platform.identity().model}{sim}: "
+                               f"p{gov.config.percentile:g} <= {gov.config.target_latency_ms:g} ms, "
+                               f"{len(gov.candidates)} candidate points, found {gov.found.name}")
+
+    def on_stats(self, msg: InferenceStats) -> None:
+        latency_s = convert.latency_s_from_stats(msg)
+        if latency_s is not None:
+            with self.lock:
+                self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
+
+    def on_power(self, msg: PowerTelemetry) -> None:
+        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        with self.lock:
+            self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg))
+
+    def on_step(self) -> None:
+        with self.lock:
+            decision = self.runtime.governor.step(self.clock.now_s())
+            stamp = self.get_clock().now().to_msg()
+            if decision.applied:
+                self.last_change = stamp
+            if decision.reason != self.last_reason:
+                self.last_reason = decision.reason
+                self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
+            self.state_pub.publish(convert.governor_state_msg(decision, self.runtime.governor, stamp,
+                                                              self.last_change))
+
+    def on_enable(self, request, response):
+        with self.lock:
+            response.message = self.runtime.set_enabled(request.data)
+        response.success = True
+        self.get_logger().info(response.message)
+        return response
+
+    def on_set_target(self, request, response):
+        gov = self.runtime.governor
+        percentile = request.percentile or gov.config.percentile
+        try:
+            with self.lock:
+                gov.set_target(request.target_latency_ms, percentile)
+        except ConfigError as exc:
+            response.success, response.message = False, f"target refused: {exc}"
+        else:
+            response.success = True
+            response.message = f"target p{percentile:g} <= {request.target_latency_ms:g} ms"
+        self.get_logger().info(response.message)
+        return response
+
+    def destroy_node(self) -> None:
+        with self.lock:
+            self.runtime.close()
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_node(GovernorNode, argv, startup_errors=(ValueError, OSError, PlatformError, CostModelError),
+                    executor=lambda: MultiThreadedExecutor(num_threads=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
