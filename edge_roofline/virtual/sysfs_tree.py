@@ -245,6 +245,7 @@ def _render_nvpmodel(root: Path, device: DeviceSpec, state: BoardState, paths: T
     _link(root, NVPMODEL_CONF_LINK, conf_rel)
     write_nvpmodel_status(root, state.nvpmodel_mode_id)
     write_nvpmodel_launcher(root)
+    write_launcher(root, "tegrastats", "edge_roofline.virtual.tegrastats_emu")
 
 
 def write_nvpmodel_status(root: str | Path, mode_id: int) -> None:
@@ -259,21 +260,25 @@ def read_nvpmodel_status(root: str | Path) -> int | None:
     return None
 
 
-def write_nvpmodel_launcher(root: str | Path) -> Path:
-    """``<root>/usr/bin/nvpmodel``: runs the emulation on this tree with this interpreter.
-    ``exec`` keeps a single process, so a caller's timeout kill reaches the emulator itself."""
+def write_launcher(root: str | Path, tool: str, module: str) -> Path:
+    """``<root>/usr/bin/<tool>``: runs ``module`` (an emulation) on this tree with this
+    interpreter. ``exec`` keeps a single process, so a caller's timeout kill reaches it."""
     root = Path(root).resolve()
     package_parent = Path(__file__).resolve().parents[2]
-    script = root / NVPMODEL_LAUNCHER
+    script = root / "usr" / "bin" / tool
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(
         "#!/bin/sh\n"
         f"PYTHONPATH='{package_parent}'${{PYTHONPATH:+:$PYTHONPATH}}\n"
         "export PYTHONPATH\n"
-        f"exec '{sys.executable}' -m edge_roofline.virtual.nvpmodel_emu --root '{root}' \"$@\"\n",
+        f"exec '{sys.executable}' -m {module} --root '{root}' \"$@\"\n",
         encoding="utf-8")
     script.chmod(0o755)
     return script
+
+
+def write_nvpmodel_launcher(root: str | Path) -> Path:
+    return write_launcher(root, "nvpmodel", "edge_roofline.virtual.nvpmodel_emu")
 
 
 def cpu_clock_param(device: DeviceSpec, cluster_index: int) -> str:

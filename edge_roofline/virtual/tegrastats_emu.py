@@ -11,7 +11,11 @@ JetPack 6's ``GR3D_FREQ 14%@[407,407]`` form.
 
 from __future__ import annotations
 
+import argparse
+import sys
+import time
 from datetime import datetime
+from pathlib import Path
 
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.state import BoardState
@@ -56,3 +60,40 @@ def format_line(device: DeviceSpec, state: BoardState, timestamp: datetime,
             f"(lfb {_LFB_BLOCKS}x4MB) SWAP 0/0MB (cached 0MB) CPU [{cpus}] "
             f"EMC_FREQ {_pct(state.emc_util)}%@{_mhz(state.emc_rate_hz)} GR3D_FREQ {gr3d} "
             f"VIC_FREQ {_VIC_MHZ} APE {_APE_MHZ} {temps} {watts}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``tegrastats [--interval MS]`` on a live virtual Jetson's tree (the generated
+    ``<root>/usr/bin/tegrastats`` runs this): one line per interval, loads from /proc/stat
+    deltas, power averages since start, until killed (or ``--count`` lines)."""
+    from edge_roofline.platforms.jetson.identify import identify
+    from edge_roofline.roofline.devices import get_device
+    from edge_roofline.virtual.sysfs_tree import read_state
+
+    ap = argparse.ArgumentParser(prog="tegrastats")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--interval", type=int, default=1000, help="milliseconds between lines")
+    ap.add_argument("--count", type=int, default=0, help="stop after this many lines (0: never)")
+    args = ap.parse_args(argv)
+    root = Path(args.root)
+    device = get_device(identify(root).catalogue_key)
+    previous = read_state(root, device)
+    sums_mw: dict[str, float] = {}
+    lines = 0
+    while args.count <= 0 or lines < args.count:
+        time.sleep(args.interval / 1000.0)
+        state = read_state(root, device)
+        busy = [b - pb for b, pb in zip(state.cpu_busy_time_s, previous.cpu_busy_time_s)]
+        idle = [i - pi for i, pi in zip(state.cpu_idle_time_s, previous.cpu_idle_time_s)]
+        state.cpu_busy = [b / (b + i) if b + i > 0 else 0.0 for b, i in zip(busy, idle)]
+        previous = state
+        lines += 1
+        for label, mw in rail_power_mw(device, state):
+            sums_mw[label] = sums_mw.get(label, 0.0) + mw
+        averages = {label: int(round(total / lines)) for label, total in sums_mw.items()}
+        print(format_line(device, state, datetime.now(), averages), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -84,3 +84,23 @@ def test_a_root_without_a_live_board_is_a_clear_error(tmp_path):
         LiveBoardClient(tmp_path)
     with pytest.raises(ValueError, match="background GPU load"):
         set_background_load(tmp_path, gpu_load=1.5)
+
+
+def test_emulated_tegrastats_command_reports_the_live_board(live):
+    """``<root>/usr/bin/tegrastats`` prints lines that jtop's own parser reads, with the
+    board's rails and the GPU at its busy clock."""
+    import subprocess
+
+    from jtop.core import tegra_parse
+
+    set_background_load(live.root, gpu_load=0.6)
+    steps(live, 0.3, 0.0)
+    out = subprocess.run([str(live.root / "usr/bin/tegrastats"), "--interval", "50", "--count", "2"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert len(out) == 2
+    text = tegra_parse.DATE(out[-1])
+    watts = tegra_parse.WATTS(text)
+    volts, amps = live.board.state.rails["VDD_GPU_SOC"]
+    assert watts["VDD_GPU_SOC"]["cur"] == round(volts * amps * 1000) > 10000
+    assert tegra_parse.VALS(text)["GR3D"] == {"val": 60, "frq": 1300000}
+    assert len(tegra_parse.CPUS(text)) == 12
