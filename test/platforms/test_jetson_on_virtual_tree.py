@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import os
 import time
 
 import pytest
@@ -93,6 +94,26 @@ def test_hung_nvpmodel_times_out(root):
     assert time.monotonic() - started < 5.0
     nvpmodel_emu.set_hook(root, "hang_s", None)
     assert read_state(root, ORIN).nvpmodel_mode_id == MAXN
+
+
+def test_timeout_kills_nvpmodel_behind_a_wrapper(root, tmp_path):
+    """As under sudo: a wrapper process runs nvpmodel as its child. The timeout must end the
+    child too, not only the wrapper, or a hung nvpmodel could apply a mode later."""
+    from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
+
+    pid_file = tmp_path / "child.pid"
+    wrapper = tmp_path / "sudo_like"
+    wrapper.write_text(f"#!/bin/sh\n'{root / NVPMODEL_LAUNCHER}' \"$@\" &\necho $! > '{pid_file}'\nwait\n")
+    wrapper.chmod(0o755)
+    nvpmodel_emu.set_hook(root, "hang_s", "30")
+    with pytest.raises(ApplyError, match="did not answer"):
+        Nvpmodel((str(wrapper),), timeout_s=1.0).query()
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{child}") and \
+            "zombie" not in open(f"/proc/{child}/status").read():
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{child}") or "zombie" in open(f"/proc/{child}/status").read()
 
 
 def test_nvpm_error_is_an_apply_error(root):

@@ -9,7 +9,9 @@ before nvpmodel is even called. Every call has a timeout (4 s, as jetson-stats u
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +103,20 @@ def parse_query_verbose(output: str) -> dict[tuple[str, str], tuple[int, int]]:
     return {(p, a): (int(real), int(conf)) for p, a, real, conf in _QUERY_VERBOSE_RE.findall(output)}
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the whole group first (sudo relays it to nvpmodel), then SIGKILL what is left."""
+    for sig, grace_s in ((signal.SIGTERM, 0.5), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.communicate(timeout=grace_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
 class Nvpmodel:
     def __init__(self, cmd: tuple[str, ...] = ("nvpmodel",), timeout_s: float = DEFAULT_TIMEOUT_S):
         self.cmd = tuple(cmd)
@@ -109,14 +125,20 @@ class Nvpmodel:
     def _run(self, *args: str) -> str:
         argv = [*self.cmd, *args]
         try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=self.timeout_s, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise ApplyError(f"{' '.join(argv)} did not answer within {self.timeout_s} s") from exc
+            # Own process group: nvpmodel may run under sudo, and a timeout must reach both.
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
         except OSError as exc:
             raise ApplyError(f"cannot run {argv[0]}: {exc}; is nvpmodel installed "
                              "(JetPack nvpmodel package)?") from exc
-        output = done.stdout + done.stderr
+        try:
+            stdout, stderr = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            _kill_group(proc)
+            raise ApplyError(f"{' '.join(argv)} did not answer within {self.timeout_s} s "
+                             "(killed; check `nvpmodel -q` by hand, the device may be loaded)") from exc
+        output = stdout + stderr
+        done = proc
         if any(marker in output for marker in _REBOOT_MARKERS):
             raise RebootRequiredError(f"{' '.join(argv)} needs a reboot; not done at runtime")
         if done.returncode != 0 or "NVPM ERROR" in output:
