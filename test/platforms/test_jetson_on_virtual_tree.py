@@ -142,8 +142,11 @@ def test_caps_grid_apply_and_restore_at_exit(root):
         assert board.cpu_online == [True] * 6 + [False] * 6
         assert board.gpu_max_freq_hz == point.gpu_max_freq_hz and board.emc_max_hz == point.emc_max_freq_hz
         assert board.cpu_max_freq_hz[0] == point.cpu_max_freq_hz
+        iso_cap = root / "sys/kernel/nvpmodel_emc_cap/emc_iso_cap"  # nvpmodel's EMC cap, not debugfs
+        assert iso_cap.read_text().strip() == str(int(point.emc_max_freq_hz))
         plat.apply(next(p for p in plat.operating_points() if p.name == "MODE_50W"))
     back = read_state(root, ORIN)
+    assert iso_cap.read_text().strip() == "0"  # MAXN had no EMC cap
     for field in ("nvpmodel_mode_id", "cpu_online", "cpu_max_freq_hz", "gpu_max_freq_hz", "emc_max_hz"):
         assert getattr(back, field) == getattr(found, field), field
 

@@ -80,5 +80,6 @@ def test_not_a_jetson(tmp_path):
 def test_privileged_allow_list():
     assert allowed("/sys/devices/system/cpu/cpu3/online", "0")
     assert allowed("/sys/kernel/debug/bpmp/debug/clk/emc/max_rate", "2133000000")
+    assert allowed("/sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "0")
     assert not allowed("/etc/shadow", "0")
     assert not allowed("/sys/devices/system/cpu/cpu3/online", "0; reboot")

@@ -113,9 +113,17 @@ class JetsonPlatform(Platform):
                 files[f"cpu{core}/max_khz"] = d / "cpufreq/scaling_max_freq"
         if self._gpu:
             files["gpu/max_hz"] = self._gpu.devfreq_dir / "max_freq"
-        if (self._emc_dir / "max_rate").exists():
-            files["emc/max_hz"] = self._emc_dir / "max_rate"
+        if self._emc_cap_file():
+            files["emc/max_hz"] = self._emc_cap_file()
         return files
+
+    def _emc_cap_file(self) -> Path | None:
+        """nvpmodel's own EMC cap (``emc_iso_cap``) where the kernel has it, else the BPMP
+        debugfs ``max_rate`` (older kernels; root only)."""
+        for path in (under(self.root, emc.EMC_ISO_CAP), self._emc_dir / "max_rate"):
+            if path.exists():
+                return path
+        return None
 
     def _read_cap_files(self) -> dict:
         return {"nvpmodel_id": self._preset.mode_id,
@@ -162,8 +170,8 @@ class JetsonPlatform(Platform):
                                   str(int(caps.cpu_max_freq_hz / _KHZ)))
         if self._gpu:
             self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))
-        if (self._emc_dir / "max_rate").exists():
-            self.writer.write(self._emc_dir / "max_rate", str(int(caps.emc_max_freq_hz)))
+        if self._emc_cap_file():
+            self.writer.write(self._emc_cap_file(), str(int(caps.emc_max_freq_hz)))
         self._point = point
 
     def _power(self):

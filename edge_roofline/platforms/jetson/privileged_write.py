@@ -15,6 +15,7 @@ ALLOWED_PATHS = (
     re.compile(r"^/sys/devices/system/cpu/cpu(freq/policy)?\d+(/cpufreq)?/scaling_(min|max)_freq$"),
     re.compile(r"^/sys/devices/(platform/)?(bus@0/)?[0-9a-f]+\.(gpu|ga10b|gv11b|gp10b)/devfreq/[^/]+/(min|max)_freq$"),
     re.compile(r"^/sys/kernel/debug/bpmp/debug/clk/emc/(min|max)_rate$"),
+    re.compile(r"^/sys/kernel/nvpmodel_emc_cap/emc_iso_cap$"),
 )
 _VALUE_RE = re.compile(r"^\d{1,12}$")
 
