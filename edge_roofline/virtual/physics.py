@@ -91,7 +91,7 @@ class PhysicsParams:
     recurrent_step_overhead_s: float = 6e-6  # per time step of an LSTM/GRU (sequential kernels)
     # --- power ---
     gpu_dyn_w: float = 32.0  # VDD_GPU_SOC, GPU at full activity, per GHz x V^2, all TPCs
-    gpu_stall_activity: float = 0.4  # activity of an SM stalled on memory, relative to computing
+    gpu_stall_activity: float = 0.25  # activity of an SM stalled on memory, relative to computing
     gpu_clock_tree_activity: float = 0.06  # clocked but idle (devfreq not yet lowered)
     gpu_leak_w: float = 0.6  # all TPCs at 25 C; gated TPCs and a rail-gated idle GPU leak nothing
     soc_fixed_w: float = 1.75  # rest of VDD_GPU_SOC (fabric, engines)
