@@ -85,7 +85,7 @@ def heatmap_chart(summary: ModelSummary, path: str | Path, *, simulated: bool) -
             ax.set_xticks(range(len(emcs)))
             ax.set_xticklabels([f"{e / 1e6:.0f}" for e in emcs], fontsize=7)
             ax.set_yticks(range(len(gpus)))
-            ax.set_yticklabels([f"{g / 1e6:.0f}" for g in gpus], fontsize=7)
+            ax.set_yticklabels([f"{g / 1e6:.0f}" for g in gpus] if col == 0 else [], fontsize=7)
             if row == 0:
                 ax.set_title(f"{cores} cores @ {cpu / 1e6:.0f} MHz", fontsize=8)
             if row == 1:

@@ -184,7 +184,9 @@ def render(out_dir: str | Path, targets_ms: list[float] | None = None) -> Path:
               "from the simulator, not from a device</div>" if simulated else "")
     fit_text = ("<p>Fitted per point across the models swept into this database (one sample per model: "
                 "FLOPs, DRAM bytes, mean latency, energy per inference); needs 3+ models at a point. "
-                "Model-to-model differences beyond W, Q and T land in the residual (R2).</p>"
+                "Model-to-model differences beyond W, Q and T land in the residual (R2); with exactly three "
+                "models the fit is exactly determined, so R2 = 1 says nothing: sweep four or more "
+                "to test the model.</p>"
                 + _table(["point", "precision", "models", "eps_flop (pJ/FLOP)", "eps_byte (pJ/B)", "pi0 (W)", "R2"],
                          fit_rows) if fit_rows else
                 "<p>No energy-roofline fits: they need three or more models swept into the same "
