@@ -27,6 +27,8 @@ def node_command(executable: str, node_name: str, params_file: str | None, overr
     for key, value in overrides.items():
         if isinstance(value, bool):
             value = "true" if value else "false"
+        elif isinstance(value, str):  # -p parses YAML: a bare off would arrive as a bool
+            value = "'" + value.replace("'", "''") + "'"
         cmd += ["-p", f"{key}:={value}"]
     return cmd
 

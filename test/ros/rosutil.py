@@ -18,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 def _param_arg(name, value):
     if isinstance(value, bool):
         value = "true" if value else "false"
+    elif isinstance(value, str):  # -p parses YAML: a bare off would arrive as a bool
+        value = "'" + value.replace("'", "''") + "'"
     elif isinstance(value, (list, tuple)):
         value = "[" + ",".join(str(v) for v in value) + "]"
     return ["-p", f"{name}:={value}"]

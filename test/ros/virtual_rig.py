@@ -1,0 +1,34 @@
+"""What the governor's ROS tests share: the control files of a virtual Jetson's tree (what a
+restore must put back) and energy per inference from the suite's own topics."""
+
+from pathlib import Path
+
+CAP_PATTERNS = (
+    "sys/devices/system/cpu/cpu*/online",
+    "sys/devices/system/cpu/cpufreq/policy*/scaling_max_freq",
+    "sys/devices/platform/*/*.gpu/devfreq/*/max_freq",
+    "sys/kernel/debug/bpmp/debug/clk/emc/max_rate",
+    "var/lib/nvpmodel/status",
+)
+
+
+def cap_files(root: Path) -> dict[str, str]:
+    """{relative path: content} of every file a governor writes (mode, caps, online cores)."""
+    root = Path(root)
+    files = {str(p.relative_to(root)): p.read_text().strip()
+             for pattern in CAP_PATTERNS for p in sorted(root.glob(pattern))}
+    assert any("devfreq" in k for k in files) and any("scaling_max_freq" in k for k in files) \
+        and "var/lib/nvpmodel/status" in files, f"not a virtual Jetson tree: {sorted(files)}"
+    return files
+
+
+def energy_per_inference_j(power: list, stats: list, since_s: float, until_s: float) -> tuple[float, int]:
+    """Module energy (the power monitor's cumulative energy_j) over inferences served, between
+    two receive times. ``power``/``stats``: (receive time s, msg) in arrival order."""
+    window = [(t, m) for t, m in power if since_s <= t <= until_s]
+    frames = [(t, m) for t, m in stats if since_s <= t <= until_s]
+    assert len(window) >= 2 and len(frames) >= 2, f"too few messages: {len(window)} power, {len(frames)} stats"
+    (t0, first), (t1, last) = window[0], window[-1]
+    served = [m for t, m in frames if t0 < t <= t1]
+    assert served, "no inference between the two power messages"
+    return (last.energy_j - first.energy_j) / len(served), len(served)
