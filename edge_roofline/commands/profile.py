@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from edge_roofline.backends.base import BackendError, create_backend
     from edge_roofline.profiling import join_profile
     from edge_roofline.roofline.costs import CostModelError, analyze_model
-    from edge_roofline.roofline.devices import UnknownDeviceError
+    from edge_roofline.roofline.devices import UnknownDeviceError, get_device
     from edge_roofline.roofline.model import to_json_dict
 
     precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         model = _load_model(args.model)
         cost = analyze_model(model, precision=precision)
         ceilings, device, point = _ceilings(args, precision)
+        if args.backend == "virtual":  # the board runs at the operating point of the ceilings
+            from edge_roofline.virtual.board import VirtualBoard
+            options["board"] = VirtualBoard(device, mode_id=get_device(device).preset(point).mode_id)
         with create_backend(args.backend, **options) as backend:
             backend.load(model)
             profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
@@ -92,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"edge-roofline profile: error: {exc}", file=sys.stderr)
         return 2
     analysis = join_profile(cost, profile, ceilings)
-    print(f"{cost.model} on {args.backend} ({profile.runs} runs), ceilings: {ceilings.label}")
+    simulated = " (SIMULATION: times from the virtual Jetson's physics)" if args.backend == "virtual" else ""
+    print(f"{cost.model} on {args.backend}{simulated} ({profile.runs} runs), ceilings: {ceilings.label}")
     print(format_table(analysis))
     if args.json:
         with open(args.json, "w") as f:
