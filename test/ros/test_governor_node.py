@@ -4,37 +4,15 @@ virtual rails, and the governor (active, loose target) moves the operating point
 energy per inference against MAXN while meeting the target, and put every control file back
 (mode, GPU/CPU/EMC caps, online cores) on SIGTERM, and after kill -9 on the next start."""
 
-import math
 import signal
 import time
 
 import numpy as np
-import pytest
 
 from edge_roofline import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
-from edge_roofline.virtual.live import LiveVirtualJetson
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
-from test.ros.virtual_rig import cap_files, energy_per_inference_j
-
-DEVICE = "agx_orin_64gb"
-TARGET_MS = 20.0
-MODEL = "zoo:tiny_cnn"
-
-
-@pytest.fixture
-def board(tmp_path):
-    root = tmp_path / "virtual_agx_orin"
-    jetson = LiveVirtualJetson(root, DEVICE, mode_id=0).start()
-    yield root
-    jetson.stop()
-
-
-def governor_params(root, state_path, **extra):
-    return {"platform": f"virtual:{DEVICE}", "sysfs_root": str(root), "model": MODEL, "precision": "fp16",
-            "target_latency_ms": TARGET_MS, "mode": "active", "dwell_s": 1.5, "state_path": str(state_path),
-            **extra}
-
+from test.ros.virtual_rig import DEVICE, MODEL, TARGET_MS, board, cap_files, energy_per_inference_j, governor_params  # noqa: F401
 
 def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_path):
     found = cap_files(board)

@@ -1,7 +1,16 @@
-"""What the governor's ROS tests share: the control files of a virtual Jetson's tree (what a
-restore must put back) and energy per inference from the suite's own topics."""
+"""What the governor's ROS tests share: a live virtual board, the governor's parameters, the
+control files of a virtual Jetson's tree (what a restore must put back) and energy per
+inference from the suite's own topics."""
 
 from pathlib import Path
+
+import pytest
+
+from edge_roofline.virtual.live import LiveVirtualJetson
+
+DEVICE = "agx_orin_64gb"
+TARGET_MS = 20.0  # loose: tiny_cnn takes about 1 ms on the virtual board
+MODEL = "zoo:tiny_cnn"
 
 CAP_PATTERNS = (
     "sys/devices/system/cpu/cpu*/online",
@@ -10,6 +19,21 @@ CAP_PATTERNS = (
     "sys/kernel/debug/bpmp/debug/clk/emc/max_rate",
     "var/lib/nvpmodel/status",
 )
+
+
+@pytest.fixture
+def board(tmp_path):
+    """A live virtual AGX Orin 64GB in MAXN (SIMULATION), stepped in this process."""
+    root = tmp_path / "virtual_agx_orin"
+    jetson = LiveVirtualJetson(root, DEVICE, mode_id=0).start()
+    yield root
+    jetson.stop()
+
+
+def governor_params(root, state_path, **extra) -> dict:
+    return {"platform": f"virtual:{DEVICE}", "sysfs_root": str(root), "model": MODEL, "precision": "fp16",
+            "target_latency_ms": TARGET_MS, "mode": "active", "dwell_s": 1.5, "state_path": str(state_path),
+            **extra}
 
 
 def cap_files(root: Path) -> dict[str, str]:
