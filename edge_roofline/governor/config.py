@@ -104,10 +104,10 @@ class GovernorConfig:
 
     target_latency_ms: float = 50.0
     percentile: float = 95.0  # of latency, over the sliding window
-    margin: float = 0.1  # predicted percentile must stay under target x (1 - margin)
+    margin: float = 0.05  # predicted percentile must stay under target x (1 - margin)
     mode: str = "active"
     window_s: float = 5.0  # sliding window of the measured percentile
-    min_window_samples: int = 20  # fewer samples: no percentile feedback yet
+    min_window_samples: int = 12  # fewer samples: no percentile feedback yet
     settle_s: float = 0.3  # samples this soon after a switch are ignored
     dwell_s: float = 3.0  # minimum time at a point before an energy-driven move
     hysteresis: float = 0.05  # move only for a predicted energy saving above this fraction

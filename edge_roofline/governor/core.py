@@ -68,6 +68,8 @@ class Governor:
         # as it has been measured; a point chosen as the best is held for dwell_s.
         self._provisional = True
         self._measured_here = False  # a calibration at the current point since the switch
+        self._measured: set[str] = set()  # points measured under the current workload and rate
+        self._missed: set[str] = set()  # points that missed the target under it (not tried again)
         self._apply_failures: dict[str, int] = {}
         self._jitter_ratio = 1.0
         self._calibrated_rate_hz: float | None = None
@@ -106,6 +108,7 @@ class Governor:
     def set_target(self, latency_ms: float, percentile: float) -> None:
         self.config = self.config.with_target(latency_ms, percentile)
         self._explore_left = self.config.explore_budget
+        self._missed.clear()
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -118,9 +121,15 @@ class Governor:
             self.predictor = Predictor(workload)
         else:
             self.predictor.set_workload(workload)
-        self._explore_left = self.config.explore_budget
+        self._new_workload()
         self._latencies.clear()
         self._power.clear()
+
+    def _new_workload(self) -> None:
+        """Model, rate or behaviour changed: exploration starts again, every point unmeasured."""
+        self._explore_left = self.config.explore_budget
+        self._measured.clear()
+        self._missed.clear()
 
     def shutdown(self) -> None:
         """Put back the point found at start and clear the crash record."""
@@ -198,15 +207,14 @@ class Governor:
             return self._decision(self.current, False, "waiting for a roofline analysis", "waiting", None, window)
         self._calibrate(now_s, window)
         rate = window[1] if window else None
-        preds = [self.predictor.predict(p, rate) for p in self.candidates
-                 if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable]
         current = self.predictor.predict(self.current, rate)
         limit_s = self.config.target_latency_s * (1.0 - self.config.margin)
-        violation = None
-        if window is not None:
-            meas = float(np.percentile(window[0], self.config.percentile))
-            if meas > self.config.target_latency_s:
-                violation = meas / limit_s
+        violation = self._violation(window, limit_s)
+        if violation is not None:
+            self._missed.add(self.current.name)
+        preds = [self.predictor.predict(p, rate) for p in self.candidates
+                 if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable
+                 and p.name not in self._missed]
         if self.predictor.energy is None:
             return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current, window)
         dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
@@ -215,7 +223,8 @@ class Governor:
             return self._decision(self.current, False, "dwelling", "holding", current, window)
         choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
                         violation_scale=violation, hysteresis=self.config.hysteresis,
-                        explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std)
+                        explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
+                        measured=frozenset(self._measured | self._missed))
         target = choice.prediction.point
         if target == self.current:
             return self._decision(target, False, choice.reason, "holding", choice.prediction, window)
@@ -232,6 +241,21 @@ class Governor:
         return self._decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
                               choice.prediction, window)
 
+    def _violation(self, window, limit_s: float) -> float | None:
+        """Measured percentile / limit when the target is missed, else None. Before the window
+        is full, a miss is certain once more samples are over the target than the percentile
+        allows in a full window: no later sample can bring the percentile back under it."""
+        target_s = self.config.target_latency_s
+        if window is not None:
+            lat = window[0]
+        else:
+            lat = np.array([v for _, v in self._latencies])
+            allowed = (1.0 - self.config.percentile / 100.0) * self.config.min_window_samples
+            if not len(lat) or np.count_nonzero(lat > target_s) <= allowed:
+                return None
+        meas = float(np.percentile(lat, self.config.percentile))
+        return meas / limit_s if meas > target_s else None
+
     def _calibrate(self, now_s: float, window) -> None:
         if window is None or (self._measured_here and
                               now_s - self._last_calibration_s < self.config.calibration_interval_s):
@@ -244,10 +268,11 @@ class Governor:
         before = self.predictor.predict(self.current, rate_hz).latency_s
         if self.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
             self.predictor.forget(0.5)
-            self._explore_left = self.config.explore_budget
+            self._new_workload()
         last_rate = self._calibrated_rate_hz
         if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
-            self._explore_left = self.config.explore_budget  # energy ranking moves with the rate
+            self._new_workload()  # the energy ranking moves with the rate
         self._calibrated_rate_hz = rate_hz
+        self._measured.add(self.current.name)
         self.predictor.update(self.current, mean, power_w / rate_hz if rate_hz > 0 else math.nan,
                               input_rate_hz=rate_hz, samples=len(lat), latency_var_s2=float(lat.var()))

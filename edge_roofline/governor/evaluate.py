@@ -631,7 +631,7 @@ def _p95_ms(records: list[InferenceRecord]) -> float:
 def _point_at(trace: Trace, t_s: float) -> str:
     name = trace.points[0][1] if trace.points else ""
     for t, n in trace.points:
-        if t <= t_s + 1e-9:
+        if t <= t_s:
             name = n
     return name
 
@@ -643,7 +643,7 @@ def score(policy: str, scenario: Scenario, trace: Trace) -> PolicyScore:
         recs = [r for r in trace.inferences if r.phase == i]
         over, counted = _violations(recs, scenario, starts)
         phases.append(PhaseScore(trace.phase_energy_j[i] / max(len(recs), 1), over / max(counted, 1),
-                                 _p95_ms(recs), len(recs), _point_at(trace, starts[i] + phase.duration_s)))
+                                 _p95_ms(recs), len(recs), _point_at(trace, starts[i] + phase.duration_s - 1e-6)))
     over, counted = _violations(trace.inferences, scenario, starts)
     total_j = sum(trace.phase_energy_j)
     return PolicyScore(policy, total_j / max(len(trace.inferences), 1), over / max(counted, 1),
