@@ -110,7 +110,7 @@ class GovernorConfig:
     min_window_samples: int = 12  # fewer samples: no percentile feedback yet
     settle_s: float = 0.3  # samples this soon after a switch are ignored
     dwell_s: float = 3.0  # minimum time at a point before an energy-driven move
-    hysteresis: float = 0.05  # move only for a predicted energy saving above this fraction
+    hysteresis: float = 0.03  # move only for a predicted energy saving above this fraction
     calibration_interval_s: float = 1.0  # how often measured windows feed the predictor
     explore_budget: int = 6  # exploration moves per workload (model, target or rate change)
     explore_min_rel_std: float = 0.08  # explore a point only while its energy is this uncertain
