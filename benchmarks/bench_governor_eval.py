@@ -1,0 +1,53 @@
+"""Every shipped governor scenario (config/scenarios/) closed-loop on the virtual Jetson
+(SIMULATION): policies x scenarios, energy per inference relative to the per-phase oracle and
+to MAXN, the governor's violation rate and issue #6's verdict, plus the time it took.
+
+    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [SCENARIO ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from edge_roofline.governor.evaluate import (evaluate, format_evaluation, format_summary,  # noqa: E402
+                                             load_scenario, shipped_scenarios)
+
+
+def _evaluate(name: str):
+    start = time.perf_counter()
+    evaluation = evaluate(load_scenario(name))
+    return evaluation, time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped one)")
+    parser.add_argument("--jobs", type=int, default=2, help="scenarios evaluated in parallel")
+    parser.add_argument("--details", action="store_true", help="also print each scenario's table")
+    args = parser.parse_args()
+    names = args.scenarios or shipped_scenarios()
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        results = list(pool.map(_evaluate, names))
+    wall_s = time.perf_counter() - start
+    evaluations = [ev for ev, _ in results]
+    if args.details:
+        for ev in evaluations:
+            print(format_evaluation(ev), end="\n\n")
+    print(format_summary(evaluations))
+    simulated_s = sum(ev.scenario.duration_s for ev in evaluations)
+    passed = sum(ev.passed for ev in evaluations)
+    print(f"\n{passed}/{len(evaluations)} scenarios meet every criterion; {simulated_s:.0f} s simulated per "
+          f"policy, evaluated in {wall_s:.0f} s wall ({args.jobs} jobs; per scenario "
+          + ", ".join(f"{t:.0f}" for _, t in results) + " s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
