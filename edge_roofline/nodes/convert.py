@@ -105,10 +105,11 @@ def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
 
 # ---- governor -----------------------------------------------------------------------
 
-def governor_state_msg(decision: Decision, governor: Governor, stamp, last_change_stamp) -> GovernorState:
+def governor_state_msg(decision: Decision, governor: Governor, stamp, last_change_stamp,
+                       simulated: bool) -> GovernorState:
     config = governor.config
     msg = GovernorState(
-        mode=governor.mode, state=decision.state, target_latency_ms=config.target_latency_ms,
+        simulated=simulated, mode=governor.mode, state=decision.state, target_latency_ms=config.target_latency_ms,
         target_percentile=config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,

@@ -113,7 +113,7 @@ class GovernorNode(Node):
                 self.last_reason = decision.reason
                 self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
             self.state_pub.publish(convert.governor_state_msg(decision, self.runtime.governor, stamp,
-                                                              self.last_change))
+                                                              self.last_change, self.runtime.simulated))
 
     def on_enable(self, request, response):
         with self.lock:
