@@ -15,7 +15,7 @@ from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.energy import EnergyFitError, EnergyRooflineFit, EnergySample, fit_energy_roofline
 
 from .pareto import TargetChoice, default_targets_ms, energy_optimal, pareto_front
-from .store import PointResult, PredictedPoint, Store, point_from_dict, point_to_dict
+from .store import PointResult, Store, point_from_dict, point_to_dict
 
 TABLE_FORMAT = "edge_roofline.operating_points/1"
 TABLE_NAME = "operating_points_{model}_{precision}.json"

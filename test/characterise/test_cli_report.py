@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.characterise.report import REPORT_NAME, render
+from edge_roofline.characterise.report import REPORT_NAME
 from edge_roofline.characterise.store import DB_NAME, Store
 from edge_roofline.cli import main
 
@@ -45,7 +45,7 @@ def test_budget_sweep_measures_k_points_and_predicts_the_rest(budget_dir, capsys
 
 
 def test_report_is_self_contained_and_labelled_simulation(budget_dir):
-    page = render(budget_dir).read_text()
+    page = (budget_dir / REPORT_NAME).read_text()  # written by the sweep command
     assert page.count("SIMULATION - virtual Jetson") == 2  # banner at top and bottom
     assert "src=\"data:image/png;base64," in page and "src=\"http" not in page and "<link" not in page
     assert page.count("<img") >= 3 * 4  # Pareto, heatmaps, time and energy rooflines per model
@@ -73,8 +73,11 @@ def _chromium(args, url):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (Debian: apt-get install chromium)")
-def test_report_renders_in_headless_chromium(budget_dir, tmp_path):
-    path = render(budget_dir)
+def test_report_renders_in_headless_chromium(budget_dir, tmp_path, capsys):
+    (budget_dir / REPORT_NAME).unlink()
+    assert main(["report", str(budget_dir)]) == 0  # the report command renders it again
+    path = budget_dir / REPORT_NAME
+    assert f"wrote {path} (SIMULATION)" in capsys.readouterr().out
     # The console check can fail: a page with a script error is caught.
     broken = tmp_path / "broken.html"
     broken.write_text("<html><body><script>notDefined();</script></body></html>")
