@@ -18,7 +18,7 @@ from edge_roofline.clock import Clock, SimClock
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import DeviceSpec, get_device
 from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, InferenceTiming, PhysicsParams,
-                                           ThermalModel, device_params, inference_timing,
+                                           ThermalModel, device_params, inference_timing, jittered,
                                            module_power_w, rail_power_w)
 from edge_roofline.virtual.state import BoardState
 
@@ -223,6 +223,7 @@ class VirtualBoard:
             if self._timings_cost is not cost:
                 self._timings, self._timings_cost = {}, cost
             timing = self._timings[key] = self.timing(cost, precision)
+        timing = jittered(timing, self.params, self.rng)
         start = self._now_s
         lat = timing.latency_s
         activity = Activity(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from pathlib import Path
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
-from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing
+from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing, jittered
 from edge_roofline.virtual.sysfs_tree import read_controls, render_tree, update_tree
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,7 @@ class LiveBoardClient:
         self.device = get_device(physics["device"])
         self.params = PhysicsParams.from_dict(physics["params"])
         self.sleep = sleep
+        self.rng = random.Random(os.getpid())
         self.counters = _ClientCounters()
         self._activity_path = self.root / RUN_DIR / "activity" / f"{os.getpid()}.json"
 
@@ -206,9 +208,10 @@ class LiveBoardClient:
         clocks = Clocks(silicon["cpu_freq_hz"], int(silicon["cpu_online_cores"]), silicon["gpu_freq_hz"],
                         int(silicon["tpc_pg_mask"]), silicon["emc_freq_hz"])
         bg_cpu = silicon.get("background_cpu_cores", 0.0)
-        timing = inference_timing(cost, self.device, self.params, clocks, precision,
-                                  gpu_share=1.0 - silicon.get("background_gpu_load", 0.0),
-                                  host_share=min(1.0, max(clocks.cpu_online_cores - bg_cpu, 0.1)))
+        timing = jittered(inference_timing(cost, self.device, self.params, clocks, precision,
+                                           gpu_share=1.0 - silicon.get("background_gpu_load", 0.0),
+                                           host_share=min(1.0, max(clocks.cpu_online_cores - bg_cpu, 0.1))),
+                          self.params, self.rng)
         start = time.monotonic()
         self.sleep(timing.latency_s)
         c = self.counters

@@ -127,6 +127,10 @@ class PhysicsParams:
     settle_gpu_s: float = 0.005
     settle_emc_s: float = 0.008
     devfreq_hold_s: float = 0.1  # the GPU governor keeps the cap this long after the last work
+    # --- run-to-run variation ---
+    latency_jitter: float = 0.02  # lognormal sigma of each inference's time (clock/cache noise)
+    preempt_probability: float = 0.004  # the host thread loses its core to another task
+    preempt_max_s: float = 0.4e-3  # for up to this long (uniform)
 
     def perturbed(self, fraction: float, seed: int) -> "PhysicsParams":
         """Every efficiency and power coefficient scaled by a random factor in
@@ -221,6 +225,16 @@ class InferenceTiming:
 
     def per_layer_time_s(self) -> dict[str, float]:
         return {l.name: l.time_s for l in self.layers}
+
+
+def jittered(timing: InferenceTiming, p: PhysicsParams, rng: random.Random) -> InferenceTiming:
+    """One run's timing: every run varies a little (lognormal), and now and then the host
+    thread is preempted (a latency spike no clock setting removes)."""
+    scale = math.exp(rng.gauss(0.0, p.latency_jitter))
+    delay_s = rng.uniform(0.0, p.preempt_max_s) if rng.random() < p.preempt_probability else 0.0
+    return replace(timing, latency_s=timing.latency_s * scale + delay_s, gpu_busy_s=timing.gpu_busy_s * scale,
+                   host_s=timing.host_s * scale,
+                   layers=tuple(replace(l, time_s=l.time_s * scale) for l in timing.layers))
 
 
 def gpu_voltage(device: DeviceSpec, p: PhysicsParams, freq_hz: float) -> float:
