@@ -18,7 +18,8 @@ export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_localhost.xml
 
 setup: $(PKG_STAMP)
 
-# Debian/Ubuntu packages needed to build the messages (cmake, a C/C++ compiler, venv).
+# Debian/Ubuntu packages needed to build the messages (cmake, a C/C++ compiler, venv), and
+# headless Chromium, which the tests use to render the sweep's HTML report.
 system-deps:
 	@missing=""; \
 	command -v cmake >/dev/null || missing="$$missing cmake"; \
@@ -26,6 +27,7 @@ system-deps:
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	$(PYTHON) -c "import ensurepip, venv" 2>/dev/null || missing="$$missing python3-venv"; \
 	$(PYTHON) -c "import sysconfig,os,sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'],'Python.h')))" || missing="$$missing python3-dev"; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
