@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
+from edge_roofline.platforms.jetson.nvpmodel import STATUS_FILE, read_status_mode
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.state import BoardState
 
 NVPMODEL_LAUNCHER = "usr/bin/nvpmodel"
-NVPMODEL_STATUS = "var/lib/nvpmodel/status"
+NVPMODEL_STATUS = STATUS_FILE.lstrip("/")
 NVPMODEL_CONF_LINK = "etc/nvpmodel.conf"
 CPU_DIR = "sys/devices/system/cpu"
 EMC_CLK_DIR = "sys/kernel/debug/bpmp/debug/clk/emc"
@@ -253,11 +254,7 @@ def write_nvpmodel_status(root: str | Path, mode_id: int) -> None:
 
 
 def read_nvpmodel_status(root: str | Path) -> int | None:
-    text = _read(Path(root), NVPMODEL_STATUS) or ""
-    for word in text.split():
-        if word.startswith("pmode:") and word[6:].isdigit():
-            return int(word[6:])
-    return None
+    return read_status_mode(root)
 
 
 def write_launcher(root: str | Path, tool: str, module: str) -> Path:

@@ -45,6 +45,16 @@ def test_query_and_parse_through_the_cli(root):
     assert models == {p.mode_id: p.name for p in ORIN.presets}
 
 
+def test_a_monitor_follows_a_mode_another_process_set(root):
+    """The power monitor's platform and the governor's are separate processes: a monitor's
+    samples must name the mode in force, not the one it found at start."""
+    monitor, governor = platform(root), platform(root)
+    assert monitor.sample().nvpmodel_mode == "MAXN"
+    governor.apply(next(p for p in governor.operating_points() if p.name == "MODE_50W"))
+    assert monitor.sample().nvpmodel_mode == "MODE_50W"
+    assert monitor.current_operating_point().name == "MODE_50W"
+
+
 def test_live_switch_maxn_mode50w_and_back(root):
     plat = platform(root)
     points = {p.name: p for p in plat.operating_points()}

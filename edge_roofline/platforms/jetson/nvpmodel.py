@@ -103,6 +103,22 @@ def parse_query_verbose(output: str) -> dict[tuple[str, str], tuple[int, int]]:
     return {(p, a): (int(real), int(conf)) for p, a, real, conf in _QUERY_VERBOSE_RE.findall(output)}
 
 
+STATUS_FILE = "/var/lib/nvpmodel/status"  # "pmode:0002 fmode:quiet", kept by nvpmodel [likely]
+
+
+def read_status_mode(root: str | Path = "/") -> int | None:
+    """The mode id nvpmodel last set, from its status file (no subprocess: cheap enough for
+    every telemetry sample); ``None`` where the file is absent or unreadable."""
+    try:
+        text = (Path(root) / STATUS_FILE.lstrip("/")).read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for word in text.split():
+        if word.startswith("pmode:") and word[6:].isdigit():
+            return int(word[6:])
+    return None
+
+
 def _kill_group(proc: subprocess.Popen) -> None:
     """SIGTERM the whole group first (sudo relays it to nvpmodel), then SIGKILL what is left."""
     for sig, grace_s in ((signal.SIGTERM, 0.5), (signal.SIGKILL, 2.0)):

@@ -15,6 +15,7 @@ from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_text, under
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
+from edge_roofline.platforms.jetson import nvpmodel
 from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
 from edge_roofline.roofline.devices import DeviceSpec, Preset, get_device
 
@@ -187,7 +188,16 @@ class JetsonPlatform(Platform):
         return TelemetrySample(timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
                                nvpmodel_mode=self._preset.name, operating_point=self._point.name, source=source)
 
+    def _follow_mode(self) -> None:
+        """Another process (nvpmodel by hand, the governor) may have switched the mode: follow
+        nvpmodel's status file, so samples name the mode in force, not the one found at start."""
+        mode_id = nvpmodel.read_status_mode(self.root)
+        if mode_id is not None and mode_id != self._preset.mode_id and mode_id in self._presets:
+            self._preset = self._presets[mode_id]
+            self._point = OperatingPoint(name=self._preset.name, nvpmodel_id=mode_id)
+
     def sample(self) -> TelemetrySample:
+        self._follow_mode()
         rails, total, source = self._power()
         stat = cpu.read_proc_stat(self.root)
         _, cpu_load = cpu.load_pct(self._last_stat, stat)
