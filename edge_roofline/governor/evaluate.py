@@ -318,19 +318,6 @@ def _boot(scenario: Scenario, mode_id: int):
     return board, VirtualPlatform(board), clock
 
 
-def _inference_activity(board, timing):
-    """The board's activity while our inference runs. Mirrors ``VirtualBoard.run_inference``
-    (which is atomic) so that power samples can be read mid-inference, as a real INA3221 is;
-    ``test_evaluate`` checks that both give the same energy."""
-    from edge_roofline.virtual.physics import Activity
-
-    lat = timing.latency_s
-    return Activity(gpu_util=min(1.0, timing.gpu_busy_s / lat + board.background_gpu_load),
-                    gpu_compute_fraction=timing.compute_fraction, gpu_clocked=True,
-                    dram_bps=timing.dram_bytes / lat + board.background_dram_bps(),
-                    cpu_busy_cores=min(timing.host_s / lat, 1.0) + board.background_cpu_cores)
-
-
 def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample_hz: float | None = SAMPLE_HZ,
              step_s: float | None = STEP_S, phases: tuple[Phase, ...] | None = None) -> Trace:
     """Run ``phases`` (default: the scenario's) on a board booted in ``mode_id`` under
@@ -346,7 +333,6 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
         n = int(math.ceil(p.duration_s * p.input_rate_hz - 1e-9))
         arrivals.extend((starts[i] + k / p.input_rate_hz, i) for k in range(n))
     trace = Trace(phase_start_s=starts[:-1])
-    timings: dict = {}
 
     def sample_period() -> float:
         # Jittered sampling: a fixed period would alias against a periodic input and bias the
@@ -414,14 +400,9 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
         if board.now_s >= end_s:
             break
         arrivals.popleft()
-        cost = works[i].cost
-        key = (i, board.silicon_clocks(), board.background_gpu_load)
-        timing = timings.get(key)
-        if timing is None:
-            timing = timings[key] = board.timing(cost, scenario.precision)
-        advance_handling(board.now_s + timing.latency_s, _inference_activity(board, timing))
-        board.note_gpu_work()
-        board.inferences += 1
+        timing, activity = board.prepare_inference(works[i].cost, scenario.precision)
+        advance_handling(board.now_s + timing.latency_s, activity)  # sensors read mid-inference
+        board.finish_inference()
         record = InferenceRecord(i, arrival_s, board.now_s)
         trace.inferences.append(record)
         controller.observe_inference(record.latency_s, board.now_s)

@@ -65,7 +65,7 @@ class VirtualBoard:
         self.rng = random.Random(seed)
         self.state = BoardState.initial(self.device, mode_id)
         self.thermal = ThermalModel(params)
-        self.ina = Ina3221(params, self.rng)
+        self.ina = Ina3221(params, random.Random(seed + 1_000_003))  # sensor noise apart from run jitter
         self.background_gpu_load = 0.0
         self.background_cpu_cores = 0.0
         self.energy_j = 0.0  # true module energy since construction (ground truth, not a sensor)
@@ -212,8 +212,10 @@ class VirtualBoard:
         return inference_timing(cost, self.device, self.params, self.silicon_clocks(), precision,
                                 gpu_share=1.0 - self.background_gpu_load, host_share=host_share)
 
-    def run_inference(self, cost: ModelCost, precision: str = "fp16", batch: int | None = None) -> InferenceResult:
-        """Run one inference (a batch of ``cost.batch``) now; time advances by its latency."""
+    def prepare_inference(self, cost: ModelCost, precision: str = "fp16") -> tuple[InferenceTiming, Activity]:
+        """This run's timing (jitter included) and the board's activity while it runs, at the
+        clocks in force now, without running it: for callers that advance time themselves (to
+        read the sensors mid-inference); call ``finish_inference()`` once the time has passed."""
         if precision not in self.device.gpu_flops_per_sm_per_clock:
             raise ValueError(f"the virtual {self.device.name} has no {precision!r} precision; "
                              "use fp32, fp16 or int8")
@@ -224,17 +226,25 @@ class VirtualBoard:
                 self._timings, self._timings_cost = {}, cost
             timing = self._timings[key] = self.timing(cost, precision)
         timing = jittered(timing, self.params, self.rng)
-        start = self._now_s
         lat = timing.latency_s
         activity = Activity(
             gpu_util=min(1.0, timing.gpu_busy_s / lat + self.background_gpu_load),
             gpu_compute_fraction=timing.compute_fraction, gpu_clocked=True,
             dram_bps=timing.dram_bytes / lat + self.background_dram_bps(),
             cpu_busy_cores=min(timing.host_s / lat, 1.0) + self.background_cpu_cores)
-        energy = self.advance(lat, activity)
+        return timing, activity
+
+    def finish_inference(self) -> None:
         self.note_gpu_work()
         self.inferences += 1
-        return InferenceResult(lat, energy, timing.per_layer_time_s(), timing, start)
+
+    def run_inference(self, cost: ModelCost, precision: str = "fp16", batch: int | None = None) -> InferenceResult:
+        """Run one inference (a batch of ``cost.batch``) now; time advances by its latency."""
+        timing, activity = self.prepare_inference(cost, precision)
+        start = self._now_s
+        energy = self.advance(timing.latency_s, activity)
+        self.finish_inference()
+        return InferenceResult(timing.latency_s, energy, timing.per_layer_time_s(), timing, start)
 
     # ---- what the sensors show -----------------------------------------------------------
     def true_power_w(self) -> float:
