@@ -221,10 +221,11 @@ class InferenceTiming:
     compute_fraction: float  # of GPU busy time spent computing (vs stalled on memory)
     flops: float
     dram_bytes: float
-    layers: tuple[LayerTiming, ...]
+    layers: tuple[LayerTiming, ...]  # nominal; this run's per-layer times are scaled by layer_scale
+    layer_scale: float = 1.0
 
     def per_layer_time_s(self) -> dict[str, float]:
-        return {l.name: l.time_s for l in self.layers}
+        return {l.name: l.time_s * self.layer_scale for l in self.layers}
 
 
 def jittered(timing: InferenceTiming, p: PhysicsParams, rng: random.Random) -> InferenceTiming:
@@ -233,8 +234,7 @@ def jittered(timing: InferenceTiming, p: PhysicsParams, rng: random.Random) -> I
     scale = math.exp(rng.gauss(0.0, p.latency_jitter))
     delay_s = rng.uniform(0.0, p.preempt_max_s) if rng.random() < p.preempt_probability else 0.0
     return replace(timing, latency_s=timing.latency_s * scale + delay_s, gpu_busy_s=timing.gpu_busy_s * scale,
-                   host_s=timing.host_s * scale,
-                   layers=tuple(replace(l, time_s=l.time_s * scale) for l in timing.layers))
+                   host_s=timing.host_s * scale, layer_scale=timing.layer_scale * scale)
 
 
 def gpu_voltage(device: DeviceSpec, p: PhysicsParams, freq_hz: float) -> float:
