@@ -52,6 +52,7 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 SAMPLE_HZ = 50.0  # power sampling rate (platform.sample())
 STEP_S = 0.1  # governor step period
 SETTLE_EXCLUDE_S = 2.0  # violations within this long after a phase change are not counted
+MAX_VIOLATION_RATE = 0.01  # issue #6: at most 1 % of inferences over the target
 HINDSIGHT_WARMUP_S = 1.0  # per candidate point and phase workload: run this long first ...
 HINDSIGHT_MEASURE_S = 3.0  # ... then measure this long
 
@@ -496,6 +497,12 @@ class PointResult:
     energy_per_inference_j: float
     latency_percentile_s: float  # at the phase's percentile, queueing included
     inferences: int
+    violation_rate: float = 0.0  # fraction of inferences over the phase's target
+
+    def meets(self, phase: "Phase") -> bool:
+        """The criteria the governor is judged by: the percentile within the target and at
+        most MAX_VIOLATION_RATE of inferences over it."""
+        return self.latency_percentile_s <= phase.target_latency_s and self.violation_rate <= MAX_VIOLATION_RATE
 
 
 def maxn_mode_id(scenario: Scenario) -> int:
@@ -534,15 +541,16 @@ class Hindsight:
         measured = [r.latency_s for r in trace.inferences if r.phase == 1]
         lat = np.array(measured or [math.inf])
         return PointResult(point, trace.phase_energy_j[1] / max(len(measured), 1),
-                           float(np.percentile(lat, phase.percentile)), len(measured))
+                           float(np.percentile(lat, phase.percentile)), len(measured),
+                           float(np.mean(lat > phase.target_latency_s)))
 
     def oracle(self) -> list[PointResult]:
-        """Per phase: the least energy per inference among points meeting its target (the
-        fastest point when none does)."""
+        """Per phase: the least energy per inference among points meeting its target as the
+        governor must (percentile and violation rate; the fastest point when none does)."""
         out = []
         for phase in self.scenario.phases:
             results = self.phase_results(phase)
-            ok = [r for r in results if r.latency_percentile_s <= phase.target_latency_s]
+            ok = [r for r in results if r.meets(phase)]
             out.append(min(ok, key=lambda r: r.energy_per_inference_j) if ok
                        else min(results, key=lambda r: r.latency_percentile_s))
         return out
@@ -554,7 +562,7 @@ class Hindsight:
         per_phase = [self.phase_results(p) for p in phases]
 
         def score(j: int):
-            missed = sum(res[j].latency_percentile_s > p.target_latency_s for res, p in zip(per_phase, phases))
+            missed = sum(not res[j].meets(p) for res, p in zip(per_phase, phases))
             energy = sum(res[j].energy_per_inference_j * p.input_rate_hz * p.duration_s
                          for res, p in zip(per_phase, phases))
             return missed, energy
@@ -653,8 +661,8 @@ class Evaluation:
         out = {
             "energy_vs_oracle": {"value": self.ratio("governor", "oracle"), "limit": 1.05,
                                  "passed": bool(self.ratio("governor", "oracle") <= 1.05)},
-            "violation_rate": {"value": self.scores["governor"].violation_rate, "limit": 0.01,
-                               "passed": bool(self.scores["governor"].violation_rate <= 0.01)},
+            "violation_rate": {"value": self.scores["governor"].violation_rate, "limit": MAX_VIOLATION_RATE,
+                               "passed": bool(self.scores["governor"].violation_rate <= MAX_VIOLATION_RATE)},
         }
         saving = 1.0 - self.ratio("governor", "maxn")
         out["saving_vs_maxn"] = {"value": saving, "limit": 0.15, "applies": self.has_slack,
