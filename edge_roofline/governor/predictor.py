@@ -3,11 +3,12 @@ from the model's per-layer roofline and calibrated online from what the device s
 
 Structure (what the roofline knows):
 
-- Latency per inference ``T(p) = th_c * C(p) + th_m * M(p) + th_o * O(p) + th_0``. At the
-  clocks of point ``p``, ``C`` sums the roofline compute time of the layers that are
+- Latency per inference ``T(p) = th_c * C(p) + th_m * M(p) + th_g * G(p) + th_o * O(p) + th_0``.
+  At the clocks of point ``p``, ``C`` sums the roofline compute time of the layers that are
   compute-bound there (it scales with GPU clock x active TPCs), ``M`` the memory time of the
-  memory-bound ones (EMC clock for DRAM traffic) and ``O`` the per-layer launch overheads
-  (CPU clock). The ``th`` say how far from the roofline this device and runtime really are; a
+  memory-bound ones at the EMC clock (DRAM traffic), ``G`` that same time scaled with the GPU
+  clock instead (traffic that small activations find in L2) and ``O`` the per-layer launch
+  overheads (CPU clock). The ``th`` say how far from the roofline this device and runtime really are; a
   real GPU reaches a fraction of peak, so the prior centres them above 1.
 - Energy per inference at input rate ``r``:
   ``E = idle(p) / r + T * busy(p) + switching(p)`` with ``idle = s0 + s_e.emc + s_c.cpu``
@@ -56,6 +57,7 @@ class PointFeatures:
 
     compute_s: float  # roofline compute time of the compute-bound layers
     memory_s: float  # roofline memory time of the memory-bound layers
+    onchip_s: float  # the same traffic as if served on chip (L2: scales with GPU clock x SMs)
     overhead_s: float  # per-layer launch overheads at this CPU clock
     gpu_dyn: float  # f/f_max * (V/V_max)^2 of the GPU, x active TPC fraction
     emc_dyn: float  # f/f_max of the EMC
@@ -64,7 +66,7 @@ class PointFeatures:
     byte_energy: float  # total GB * EMC (V/V_max)^2
 
     def latency_vector(self) -> np.ndarray:
-        return np.array([self.compute_s, self.memory_s, self.overhead_s, 1.0])
+        return np.array([self.compute_s, self.memory_s, self.onchip_s, self.overhead_s, 1.0])
 
     def energy_vector(self, latency_s: float, input_rate_hz: float) -> np.ndarray:
         period_s = 1.0 / input_rate_hz
@@ -105,23 +107,26 @@ class RooflineWorkload:
         # times the ratio of ceilings (spec or measured ones alike).
         compute_scale = ref.peak_flops / here.peak_flops
         overhead_scale = d.cpu_max_freq_hz / clocks.cpu_freq_hz
-        compute_s = memory_s = overhead_s = 0.0
+        compute_s = memory_s = onchip_s = overhead_s = 0.0
         for layer in a.layers:
             c = layer.compute_time_s * compute_scale
             ref_bw = ref.bandwidth_bps(layer.memory_level) or ref.dram_bandwidth_bps
             here_bw = here.bandwidth_bps(layer.memory_level) or here.dram_bandwidth_bps
             m = layer.memory_time_s * ref_bw / here_bw
-            if c >= m:
+            # Which roof bounds a layer is taken at the analysis' point, not re-decided per point:
+            # a layer crossing its ridge would make the features jump between points.
+            if layer.compute_time_s >= layer.memory_time_s:
                 compute_s += c
             else:
                 memory_s += m
+                onchip_s += layer.memory_time_s * compute_scale
             overhead_s += layer.overhead_time_s * overhead_scale
         vg = _v_fraction(clocks.gpu_freq_hz, d.gpu_max_freq_hz)
         ve = _v_fraction(clocks.emc_freq_hz, d.emc_max_freq_hz)
         vc = _v_fraction(clocks.cpu_freq_hz, d.cpu_max_freq_hz)
         tpcs = d.active_tpcs(clocks.tpc_pg_mask) / d.gpu_tpc_count
         return PointFeatures(
-            compute_s=compute_s, memory_s=memory_s, overhead_s=overhead_s,
+            compute_s=compute_s, memory_s=memory_s, onchip_s=onchip_s, overhead_s=overhead_s,
             gpu_dyn=tpcs * clocks.gpu_freq_hz / d.gpu_max_freq_hz * vg ** 2,
             emc_dyn=clocks.emc_freq_hz / d.emc_max_freq_hz,
             cpu_dyn=clocks.cpu_online_cores / d.cpu_cores * clocks.cpu_freq_hz / d.cpu_max_freq_hz * vc ** 2,
@@ -196,10 +201,13 @@ class Predictor:
 
     def _reset(self) -> None:
         # The default preset's roofline time sets the scale of the constant term's prior.
-        roof_s = float(self.workload.features(OperatingPoint("default")).latency_vector()[:3].sum())
-        # Real kernels reach a fraction of the roofline: coefficients ~ 1 / efficiency.
-        self.latency = BayesLinear(prior_mean=(2.0, 2.0, 1.0, 0.0),
-                                   prior_std=(2.0, 2.0, 1.0, max(2.0 * roof_s, 1e-4)))
+        f = self.workload.features(OperatingPoint("default"))
+        roof_s = f.compute_s + f.memory_s + f.overhead_s
+        # Real kernels reach a fraction of the roofline: coefficients ~ 1 / efficiency. Where
+        # memory-bound traffic is really served (DRAM at the EMC clock, or L2 at the GPU clock)
+        # only measurements at other clock ratios tell: the prior leans to DRAM, as the roofline does.
+        self.latency = BayesLinear(prior_mean=(2.0, 1.5, 0.5, 1.0, 0.0),
+                                   prior_std=(2.0, 1.5, 1.0, 1.0, max(2.0 * roof_s, 1e-4)))
         self.energy: BayesLinear | None = None
         self.observations = 0
 
