@@ -36,6 +36,8 @@ class Decision:
     measured_energy_per_inference_j: float
     violation_rate: float
     fallback_active: bool
+    predicted_latency_std_s: float = math.nan  # the predictor's uncertainty of that latency
+    window_samples: int = 0  # latencies in the measured window
 
 
 class Governor:
@@ -161,14 +163,16 @@ class Governor:
         if window is None:
             meas = energy = nan
             viol = 0.0
+            samples = len(self._latencies)
         else:
             lat, rate_hz, power_w = window
             meas = float(np.percentile(lat, self.config.percentile))
             energy = power_w / rate_hz if rate_hz > 0 else nan
             viol = float(np.mean(lat > self.config.target_latency_s))
+            samples = len(lat)
         return Decision(point, applied, reason, state,
                         pred.latency_s if pred else nan, pred.energy_per_inference_j if pred else nan,
-                        meas, energy, viol, fallback)
+                        meas, energy, viol, fallback, pred.latency_std_s if pred else nan, samples)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""

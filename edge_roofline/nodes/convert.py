@@ -113,7 +113,7 @@ def governor_state_msg(decision: Decision, governor: Governor, stamp, last_chang
         target_percentile=config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,
-        predicted_latency_std_ms=NAN,  # the core's Decision does not carry it
+        predicted_latency_std_ms=decision.predicted_latency_std_s * 1e3, window_samples=decision.window_samples,
         measured_energy_per_inference_j=decision.measured_energy_per_inference_j,
         predicted_energy_per_inference_j=decision.predicted_energy_j, violation_rate=decision.violation_rate,
         current_point=operating_point_msg(governor.current), chosen_point=operating_point_msg(decision.point),

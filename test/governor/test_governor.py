@@ -43,6 +43,9 @@ def test_converges_to_low_energy_point_meeting_target(tmp_path):
     e = true_energy_j(platform.current, 40.0)
     assert e <= 1.10 * best_true(gov, 0.020, 40.0), (platform.current, e)
     assert e < 0.8 * true_energy_j(platform.found, 40.0)  # MAXN is not the efficient point
+    # What GovernorState publishes: the prediction's uncertainty and the window behind it.
+    assert 0 < last.predicted_latency_std_s < last.predicted_latency_s
+    assert last.window_samples >= gov.config.min_window_samples
     assert last.measured_latency_s < 0.020
     assert np.mean([d.violation_rate for d in decisions[-50:]]) < 0.05
 
