@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from edge_roofline.platforms.base import ApplyError, OperatingPointError, PlatformInitError, RebootRequiredError
+from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, PlatformInitError,
+                                          RebootRequiredError)
 from edge_roofline.platforms.jetson.caps import CapWriter
 from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
 from edge_roofline.platforms.jetson.platform import JetsonPlatform
@@ -53,6 +54,22 @@ def test_a_monitor_follows_a_mode_another_process_set(root):
     governor.apply(next(p for p in governor.operating_points() if p.name == "MODE_50W"))
     assert monitor.sample().nvpmodel_mode == "MODE_50W"
     assert monitor.current_operating_point().name == "MODE_50W"
+
+
+def test_custom_caps_found_at_start_are_the_found_point(root):
+    """A robot whose integrator capped the GPU by hand: the point found (what a governor
+    records in its crash file and puts back) carries those caps, not the preset's."""
+    gpu_max = root / "sys/class/devfreq/17000000.gpu/max_freq"
+    gpu_max.write_text("612000000\n")
+    found = platform(root).current_operating_point()
+    assert found.name == "MAXN (custom caps)" and found.gpu_max_freq_hz == 612e6
+    other = platform(root)
+    other.apply(next(p for p in other.operating_points() if p.name == "MAXN"))
+    assert gpu_max.read_text().strip() == "1300500000"
+    other.apply(found)  # as Governor.recover does from the crash record
+    assert gpu_max.read_text().strip() == "612000000"
+    gpu_max.write_text("1300500000\n")
+    assert platform(root).current_operating_point() == OperatingPoint("MAXN", nvpmodel_id=0)
 
 
 def test_live_switch_maxn_mode50w_and_back(root):

@@ -12,7 +12,7 @@ from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, Operat
                                           RebootRequiredError, TelemetrySample)
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
-from edge_roofline.platforms.jetson.files import read_text, under
+from edge_roofline.platforms.jetson.files import read_int, read_text, under
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
 from edge_roofline.platforms.jetson import nvpmodel
@@ -100,8 +100,29 @@ class JetsonPlatform(Platform):
         self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
-        self._point = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
+        self._point = self._live_point()
         self.found_state = self._read_cap_files()
+
+    def _live_point(self) -> OperatingPoint:
+        """The point in force as the files show it: the plain preset when its caps are the
+        preset's own, else the preset with the caps someone set (so a governor that found custom
+        caps records, and puts back, exactly those)."""
+        plain = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
+        d = self.device
+        online = [c for c in self._cores if cpu.read_core(self.root, c).online]
+        cpu_max = cpu.read_core(self.root, online[0]).max_freq_hz if online else None
+        gpu_max = gpu.read_gpu(self._gpu).max_freq_hz if self._gpu else None
+        emc_file = self._emc_cap_file()
+        emc_cap = read_int(emc_file) if emc_file else None
+        live = plain.with_caps(cpu_online_cores=len(online) or None, cpu_max_freq_hz=cpu_max,
+                               gpu_max_freq_hz=gpu_max, emc_max_freq_hz=float(emc_cap) if emc_cap else None)
+        if resolved_caps(d, self._preset, live) == resolved_caps(d, self._preset, plain):
+            return plain
+        try:
+            validate_point(d, self._preset, live)
+        except OperatingPointError:  # caps outside the tables: nothing we could put back exactly
+            return plain
+        return live.with_caps(name=f"{self._preset.name} (custom caps)")
 
     # -- cap files ---------------------------------------------------------------------------
     def _cap_files(self) -> dict[str, Path]:
