@@ -20,7 +20,7 @@ from std_srvs.srv import SetBool
 
 from edge_roofline import topics
 from edge_roofline.clock import Clock
-from edge_roofline.governor.config import ConfigError
+from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor_runtime import GovernorRuntime
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
@@ -33,7 +33,7 @@ PARAMETERS = {
     "mode": ("advise", "off | advise (recommend only) | active (apply)"),
     "target_latency_ms": (50.0, "latency target at the percentile"),
     "percentile": (95.0, "latency percentile the target applies to"),
-    "margin": (0.1, "predicted percentile must stay under target x (1 - margin)"),
+    "margin": (GovernorConfig.margin, "predicted percentile must stay under target x (1 - margin)"),
     "platform": ("jetson", "jetson | virtual:DEVICE (the governor needs a catalogued Jetson)"),
     "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
