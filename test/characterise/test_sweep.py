@@ -54,9 +54,12 @@ def test_measured_energy_matches_the_boards_true_energy(resnet18_model, tmp_path
             rig.clock.sleep(0.05)
             for _ in range(20):
                 rig.backend.run(rig.backend.dummy_feeds())
-            truth = rig.platform.board.run_inference(rig.backend.cost, "fp16")  # ground truth
-            assert result.energy_per_inference_j == pytest.approx(truth.energy_j, rel=0.03)
-            assert result.latency_ms_mean == pytest.approx(1e3 * truth.latency_s, rel=1e-6)
+            # Ground truth: the board's own energy and latency, averaged over runs as they jitter.
+            truth = [rig.platform.board.run_inference(rig.backend.cost, "fp16") for _ in range(200)]
+            assert result.energy_per_inference_j == pytest.approx(
+                sum(t.energy_j for t in truth) / len(truth), rel=0.03)
+            assert result.latency_ms_mean == pytest.approx(1e3 * sum(t.latency_s for t in truth) / len(truth),
+                                                           rel=0.01)
 
 
 def test_interrupt_restores_the_point_and_resume_skips_finished_points(resnet18_model, tmp_path):
