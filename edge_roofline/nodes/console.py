@@ -45,7 +45,9 @@ class Console(Node):
     def on_power(self, msg: PowerTelemetry) -> None:
         self.snap.simulated = self.snap.simulated or msg.simulated
         self.snap.device, self.snap.power_w = msg.device, msg.average_power_w
-        self.snap.nvpmodel_mode, self.snap.operating_point = msg.nvpmodel_mode, msg.operating_point.name
+        self.snap.nvpmodel_mode = msg.nvpmodel_mode
+        if not self.snap.governor_mode:  # the governor knows the caps it set; the monitor sees the preset
+            self.snap.operating_point = msg.operating_point.name
         self.snap.gpu_freq_hz, self.snap.emc_freq_hz = msg.gpu_freq_hz, msg.emc_freq_hz
 
     def on_report(self, msg: RooflineReport) -> None:
@@ -56,6 +58,7 @@ class Console(Node):
         s.governor_mode, s.governor_state, s.switches = msg.mode, msg.state, msg.switches
         s.governor_reason, s.target_latency_ms, s.target_percentile = msg.reason, msg.target_latency_ms, msg.target_percentile
         s.energy_per_inference_j = msg.measured_energy_per_inference_j
+        s.operating_point = msg.current_point.name
 
     def print_summary(self) -> None:
         if self.latencies_ms:
