@@ -241,7 +241,8 @@ class Governor:
             return self._decision(self.current, False, f"apply failed: {error}", "holding", current, window)
         if choice.exploring:
             self._explore_left -= 1
-        self._provisional = choice.exploring
+        # An exploration or an escape from a miss is a stopgap: leave it once it is measured.
+        self._provisional = choice.exploring or violation is not None
         return self._decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
                               choice.prediction, window)
 

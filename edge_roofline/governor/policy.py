@@ -24,7 +24,7 @@ def predicted_percentile_s(p: Prediction, jitter_ratio: float) -> float:
 
 # Periodic input: a point busy more than this fraction of the input period has no room left for
 # jitter, and one busy longer than the period queues without bound.
-MAX_UTILISATION = 0.9
+MAX_UTILISATION = 0.95
 
 
 def meets_target(p: Prediction, jitter_ratio: float, limit_s: float, optimistic: bool = False) -> bool:

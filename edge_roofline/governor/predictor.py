@@ -11,7 +11,7 @@ Structure (what the roofline knows):
   overheads (CPU clock). The ``th`` say how far from the roofline this device and runtime really are; a
   real GPU reaches a fraction of peak, so the prior centres them above 1.
 - Energy per inference at input rate ``r``:
-  ``E = idle(p) / r + T * busy(p) + switching(p)`` with ``idle = s0 + s_e.emc + s_c.cpu``
+  ``E = idle(p) / r + T * busy(p) + switching(p)`` with ``idle = s0 + s_e.emc + s_c.cpu + s_n.cores``
   (static power and clock trees at the caps, paid all the time), ``busy`` the extra power while
   the model runs (GPU, EMC, CPU activity) and ``switching`` the per-inference FLOP and byte
   energy. Dynamic power goes as ``f * V(f)^2``; ``V(f)`` is a generic linear DVFS curve
@@ -62,6 +62,7 @@ class PointFeatures:
     gpu_dyn: float  # f/f_max * (V/V_max)^2 of the GPU, x active TPC fraction
     emc_dyn: float  # f/f_max of the EMC
     cpu_dyn: float  # cores/cores_max * f/f_max * (V/V_max)^2 of the CPU
+    cpu_cores: float  # cores/cores_max: static power of online cores, at any clock
     flop_energy: float  # total GFLOPs * GPU (V/V_max)^2: switching energy shape
     byte_energy: float  # total GB * EMC (V/V_max)^2
 
@@ -72,7 +73,7 @@ class PointFeatures:
         period_s = 1.0 / input_rate_hz
         return np.array([period_s, period_s * self.emc_dyn, period_s * self.cpu_dyn,
                          latency_s * self.gpu_dyn, latency_s * self.emc_dyn, latency_s * self.cpu_dyn,
-                         self.flop_energy, self.byte_energy])
+                         self.flop_energy, self.byte_energy, period_s * self.cpu_cores])
 
 
 def _v_fraction(freq_hz: float, top_hz: float) -> float:
@@ -130,6 +131,7 @@ class RooflineWorkload:
             gpu_dyn=tpcs * clocks.gpu_freq_hz / d.gpu_max_freq_hz * vg ** 2,
             emc_dyn=clocks.emc_freq_hz / d.emc_max_freq_hz,
             cpu_dyn=clocks.cpu_online_cores / d.cpu_cores * clocks.cpu_freq_hz / d.cpu_max_freq_hz * vc ** 2,
+            cpu_cores=clocks.cpu_online_cores / d.cpu_cores,
             flop_energy=a.total_flops / 1e9 * vg ** 2,
             byte_energy=a.total_bytes / 1e9 * ve ** 2)
 
@@ -216,8 +218,8 @@ class Predictor:
         power_w = max(obs.energy_j * rate, 1e-3)
         # A typical Jetson budget as fractions of the first power seen; broad (std ~ mean) so
         # that a few windows dominate. Switching terms start at zero (per GFLOP / per GB).
-        mean = np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0]) * power_w
-        std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02]) * power_w
+        mean = np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0, 0.03]) * power_w
+        std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w
         self.energy = BayesLinear(mean, std)
 
     @staticmethod
