@@ -8,7 +8,7 @@ from typing import Callable
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 
@@ -19,8 +19,7 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     return {name: node.get_parameter(name).value for name in parameters}
 
 
-def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,),
-             executor: Callable[[], Executor] | None = None) -> int:
+def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,)) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
     start (bad parameters, unloadable model) prints why and exits 2 instead of a traceback.
     ``destroy_node`` runs on every way out, an exception in a callback included."""
@@ -32,9 +31,14 @@ def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors
         rclpy.try_shutdown()
         return 2
     try:
-        rclpy.spin(node, executor=executor() if executor else None)
+        rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        # SIGTERM shuts the context down; an executor building its wait set at that instant
+        # raises RCLError instead of ExternalShutdownException. Only then is it not an error.
+        if node.context.ok():
+            raise
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

@@ -10,11 +10,8 @@ edge_roofline.governor_runtime opens the platform and restores.
 from __future__ import annotations
 
 import sys
-import threading
 
 from builtin_interfaces.msg import Time
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from std_srvs.srv import SetBool
 
@@ -75,15 +72,15 @@ class GovernorNode(Node):
             raise ConfigError(f"step_rate_hz must be > 0, got {p['step_rate_hz']}")
         self.clock = _NodeClock(self)
         self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning)
-        # A step may wait on nvpmodel; telemetry keeps arriving (and is stamped) meanwhile.
-        self.lock = threading.Lock()
-        inputs, steps = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        # One thread: a multi-threaded executor busy-spins while a mutually exclusive group is
+        # taken, which on a small machine starved the step timer for seconds (fallback late).
+        # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
         self.state_pub = self.create_publisher(GovernorState, topics.GOVERNOR_STATE, 10)
-        self.create_subscription(InferenceStats, topics.INFERENCE_STATS, self.on_stats, 50, callback_group=inputs)
-        self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10, callback_group=inputs)
-        self.create_service(SetBool, topics.GOVERNOR_ENABLE, self.on_enable, callback_group=steps)
-        self.create_service(SetTarget, topics.GOVERNOR_SET_TARGET, self.on_set_target, callback_group=steps)
-        self.create_timer(1.0 / p["step_rate_hz"], self.on_step, callback_group=steps)
+        self.create_subscription(InferenceStats, topics.INFERENCE_STATS, self.on_stats, 50)
+        self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10)
+        self.create_service(SetBool, topics.GOVERNOR_ENABLE, self.on_enable)
+        self.create_service(SetTarget, topics.GOVERNOR_SET_TARGET, self.on_set_target)
+        self.create_timer(1.0 / p["step_rate_hz"], self.on_step)
         self.last_change = Time()
         self.last_reason = ""
         gov = self.runtime.governor
@@ -95,29 +92,25 @@ class GovernorNode(Node):
     def on_stats(self, msg: InferenceStats) -> None:
         latency_s = convert.latency_s_from_stats(msg)
         if latency_s is not None:
-            with self.lock:
-                self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
+            self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
 
     def on_power(self, msg: PowerTelemetry) -> None:
         stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        with self.lock:
-            self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg))
+        self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg))
 
     def on_step(self) -> None:
-        with self.lock:
-            decision = self.runtime.governor.step(self.clock.now_s())
-            stamp = self.get_clock().now().to_msg()
-            if decision.applied:
-                self.last_change = stamp
-            if decision.reason != self.last_reason:
-                self.last_reason = decision.reason
-                self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
-            self.state_pub.publish(convert.governor_state_msg(decision, self.runtime.governor, stamp,
-                                                              self.last_change, self.runtime.simulated))
+        decision = self.runtime.governor.step(self.clock.now_s())
+        stamp = self.get_clock().now().to_msg()
+        if decision.applied:
+            self.last_change = stamp
+        if decision.reason != self.last_reason:
+            self.last_reason = decision.reason
+            self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
+        self.state_pub.publish(convert.governor_state_msg(decision, self.runtime.governor, stamp,
+                                                          self.last_change, self.runtime.simulated))
 
     def on_enable(self, request, response):
-        with self.lock:
-            response.message = self.runtime.set_enabled(request.data)
+        response.message = self.runtime.set_enabled(request.data)
         response.success = True
         self.get_logger().info(response.message)
         return response
@@ -126,8 +119,7 @@ class GovernorNode(Node):
         gov = self.runtime.governor
         percentile = request.percentile or gov.config.percentile
         try:
-            with self.lock:
-                gov.set_target(request.target_latency_ms, percentile)
+            gov.set_target(request.target_latency_ms, percentile)
         except ConfigError as exc:
             response.success, response.message = False, f"target refused: {exc}"
         else:
@@ -137,14 +129,12 @@ class GovernorNode(Node):
         return response
 
     def destroy_node(self) -> None:
-        with self.lock:
-            self.runtime.close()
+        self.runtime.close()
         super().destroy_node()
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_node(GovernorNode, argv, startup_errors=(ValueError, OSError, PlatformError, CostModelError),
-                    executor=lambda: MultiThreadedExecutor(num_threads=2))
+    return run_node(GovernorNode, argv, startup_errors=(ValueError, OSError, PlatformError, CostModelError))
 
 
 if __name__ == "__main__":
