@@ -64,21 +64,6 @@ class SweepSettings:
                 + max(self.runs * latency_s, self.min_window_s) + self.layer_runs * latency_s)
 
 
-class BoardClock(Clock):
-    """The virtual board's simulated time as a ``Clock``: sleeping idles the board. (A bare
-    ``SimClock`` would move time on without the board, which only moves when told to.)"""
-
-    def __init__(self, board) -> None:
-        self.board = board
-
-    def now_s(self) -> float:
-        return self.board.now_s
-
-    def sleep(self, duration_s: float) -> None:
-        if duration_s > 0:
-            self.board.advance(duration_s)
-
-
 class PowerMeter:
     """Energy over a measured window from ``PowerSampler``: ``threaded`` samples on a
     background thread (wall time); otherwise ``poll()`` samples whenever a period has passed
@@ -302,7 +287,7 @@ def virtual_rig(device: str, precision: str, *, mode: str | int | None = None, s
     from edge_roofline.backends.virtual_backend import VirtualBackend
     from edge_roofline.roofline.ceilings import max_clock_preset
     from edge_roofline.roofline.devices import get_device
-    from edge_roofline.virtual.board import VirtualBoard
+    from edge_roofline.virtual.board import BoardClock, VirtualBoard
     from edge_roofline.virtual.platform import VirtualPlatform
 
     spec = get_device(device)

@@ -27,6 +27,22 @@ _BACKGROUND_COMPUTE_FRACTION = 0.5
 _BACKGROUND_DRAM_BPS_PER_UTIL = 20e9
 
 
+class BoardClock(Clock):
+    """A board's simulated time as a ``Clock`` for code that sleeps (a sweep's settle and idle
+    waits): sleeping idles the board. (A bare ``SimClock`` would move time on without the
+    board, which only moves when told to.)"""
+
+    def __init__(self, board: "VirtualBoard") -> None:
+        self.board = board
+
+    def now_s(self) -> float:
+        return self.board.now_s
+
+    def sleep(self, duration_s: float) -> None:
+        if duration_s > 0:
+            self.board.advance(duration_s)
+
+
 @dataclass(frozen=True)
 class InferenceResult:
     """One simulated inference (SIMULATION)."""
