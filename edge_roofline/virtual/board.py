@@ -15,6 +15,8 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from edge_roofline.clock import Clock, SimClock
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.platforms.jetson.platform import resolved_caps
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import DeviceSpec, get_device
 from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, InferenceTiming, PhysicsParams,
@@ -133,16 +135,15 @@ class VirtualBoard:
             s.emc_max_hz = emc_max_freq_hz
         self.controls_changed()
 
-    def set_mode(self, mode_id: int) -> None:
-        """What ``nvpmodel -m`` does once accepted: the preset's cores, mask and caps."""
+    def set_mode(self, mode_id: int, point: OperatingPoint | None = None) -> None:
+        """What ``nvpmodel -m`` does once accepted (the preset's mask), with the cores and caps
+        of ``point`` inside it (None: the preset's own)."""
         preset = self.device.preset(mode_id)
-        d = self.device
         self.state.nvpmodel_mode_id = preset.mode_id
         self.state.tpc_pg_mask = preset.tpc_pg_mask
-        self.set_caps(cpu_online_cores=preset.cpu_online_cores,
-                      cpu_max_freq_hz=d.snap_cpu_freq(preset.cpu_max_freq_hz or d.cpu_max_freq_hz),
-                      gpu_max_freq_hz=d.snap_gpu_freq(preset.gpu_max_freq_hz or d.gpu_max_freq_hz),
-                      emc_max_freq_hz=d.snap_emc_freq(preset.emc_max_freq_hz or d.emc_max_freq_hz))
+        caps = resolved_caps(self.device, preset, point or OperatingPoint(preset.name, preset.mode_id))
+        self.set_caps(cpu_online_cores=caps.cpu_online_cores, cpu_max_freq_hz=caps.cpu_max_freq_hz,
+                      gpu_max_freq_hz=caps.gpu_max_freq_hz, emc_max_freq_hz=caps.emc_max_freq_hz)
 
     def silicon_clocks(self) -> Clocks:
         """Clocks in force now, GPU throttled when the junction is over the trip point."""
@@ -224,9 +225,8 @@ class VirtualBoard:
     # ---- work ----------------------------------------------------------------------------
     def timing(self, cost: ModelCost, precision: str) -> InferenceTiming:
         """How long one inference takes at the clocks in force now (no time passes)."""
-        host_share = min(1.0, max(self._silicon.cpu_online_cores - self.background_cpu_cores, 0.1))
         return inference_timing(cost, self.device, self.params, self.silicon_clocks(), precision,
-                                gpu_share=1.0 - self.background_gpu_load, host_share=host_share)
+                                self.background_gpu_load, self.background_cpu_cores)
 
     def prepare_inference(self, cost: ModelCost, precision: str = "fp16") -> tuple[InferenceTiming, Activity]:
         """This run's timing (jitter included) and the board's activity while it runs, at the

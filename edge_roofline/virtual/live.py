@@ -32,7 +32,7 @@ from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
 from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing, jittered
-from edge_roofline.virtual.sysfs_tree import read_controls, render_tree, update_tree
+from edge_roofline.virtual.sysfs_tree import Controls, read_controls, render_tree, update_tree
 
 log = logging.getLogger(__name__)
 RUN_DIR = "run/edge_roofline_virtual"
@@ -96,17 +96,8 @@ class LiveVirtualJetson:
     # ---- one step ------------------------------------------------------------------------
     def _follow_controls(self) -> None:
         tree = read_controls(self.root, self.device)
-        s = self.board.state
-        before = (s.nvpmodel_mode_id, list(s.cpu_online), list(s.cpu_max_freq_hz), s.gpu_max_freq_hz,
-                  s.gpu_min_freq_hz, s.tpc_pg_mask, s.emc_max_hz)
-        s.nvpmodel_mode_id, s.tpc_pg_mask = tree.nvpmodel_mode_id, tree.tpc_pg_mask
-        s.cpu_online[:] = tree.cpu_online
-        s.cpu_max_freq_hz[:], s.cpu_min_freq_hz[:] = tree.cpu_max_freq_hz, tree.cpu_min_freq_hz
-        s.gpu_max_freq_hz, s.gpu_min_freq_hz = tree.gpu_max_freq_hz, tree.gpu_min_freq_hz
-        s.emc_max_hz, s.emc_min_hz = tree.emc_max_hz, tree.emc_min_hz
-        after = (s.nvpmodel_mode_id, list(s.cpu_online), list(s.cpu_max_freq_hz), s.gpu_max_freq_hz,
-                 s.gpu_min_freq_hz, s.tpc_pg_mask, s.emc_max_hz)
-        if after != before:
+        if tree != Controls.of(self.board.state):
+            tree.apply_to(self.board.state)
             self.board.controls_changed()
 
     def _client_activity(self, dt_s: float, now_wall_s: float) -> Activity:
@@ -207,10 +198,9 @@ class LiveBoardClient:
             raise FileNotFoundError(f"{self.root}: the virtual Jetson is not running (no silicon.json)")
         clocks = Clocks(silicon["cpu_freq_hz"], int(silicon["cpu_online_cores"]), silicon["gpu_freq_hz"],
                         int(silicon["tpc_pg_mask"]), silicon["emc_freq_hz"])
-        bg_cpu = silicon.get("background_cpu_cores", 0.0)
         timing = jittered(inference_timing(cost, self.device, self.params, clocks, precision,
-                                           gpu_share=1.0 - silicon.get("background_gpu_load", 0.0),
-                                           host_share=min(1.0, max(clocks.cpu_online_cores - bg_cpu, 0.1))),
+                                           silicon.get("background_gpu_load", 0.0),
+                                           silicon.get("background_cpu_cores", 0.0)),
                           self.params, self.rng)
         start = time.monotonic()
         self.sleep(timing.latency_s)

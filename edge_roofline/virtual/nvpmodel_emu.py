@@ -21,9 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from edge_roofline.platforms.jetson.nvpmodel import ConfModel, NvpmodelConf, parse_conf
-from edge_roofline.virtual.sysfs_tree import (NVPMODEL_CONF_LINK, read_nvpmodel_status,
-                                              write_nvpmodel_status)
+from edge_roofline.platforms.jetson.nvpmodel import ConfModel, NvpmodelConf, parse_conf, read_status_mode
+from edge_roofline.virtual.sysfs_tree import NVPMODEL_CONF_LINK, write_nvpmodel_status
 
 INT_MAX = 2147483647
 HOOK_DIR = "run/nvpmodel_emu"
@@ -77,7 +76,7 @@ class Emulator:
         return self.root / board_path.lstrip("/")
 
     def current_id(self) -> int:
-        mode = read_nvpmodel_status(self.root)
+        mode = read_status_mode(self.root)
         return self.conf.default_id if mode is None else mode
 
     def model(self, mode_id: int) -> ConfModel:

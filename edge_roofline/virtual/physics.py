@@ -258,9 +258,11 @@ def _recurrent_steps(layer: LayerCost) -> int:
 
 
 def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, clocks: Clocks,
-                     precision: str, gpu_share: float = 1.0, host_share: float = 1.0) -> InferenceTiming:
-    """One inference of ``cost`` at ``clocks``. ``gpu_share``: fraction of the GPU our kernels
-    get (1 - background load); ``host_share``: fraction of a core the host thread gets."""
+                     precision: str, background_gpu_load: float = 0.0,
+                     background_cpu_cores: float = 0.0) -> InferenceTiming:
+    """One inference of ``cost`` at ``clocks``, while another process keeps
+    ``background_gpu_load`` of the GPU (our kernels get the rest) and ``background_cpu_cores``
+    cores busy (the host thread gets what the online cores leave, at most one)."""
     sms = device.gpu_sm_count * device.active_tpcs(clocks.tpc_pg_mask) / device.gpu_tpc_count
     gpu_hz, top_hz = clocks.gpu_freq_hz, device.gpu_max_freq_hz
     tensor_peak = device.gpu_flops_per_sm_per_clock[precision] * sms * gpu_hz
@@ -269,7 +271,8 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
     l2_bps = 64.0 * sms * gpu_hz * p.l2_efficiency
     overhead_s = p.kernel_overhead_s * ((1 - p.kernel_overhead_gpu_share)
                                         + p.kernel_overhead_gpu_share * top_hz / gpu_hz)
-    share = min(max(gpu_share, 0.02), 1.0)
+    share = min(max(1.0 - background_gpu_load, 0.02), 1.0)
+    host_share = min(1.0, max(clocks.cpu_online_cores - background_cpu_cores, 0.1))
     layers, kernels, prev_contraction = [], 0, False
     flops_total = dram_total = compute_total = busy_total = 0.0
     for layer in cost.layers:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from edge_roofline.platforms.base import (SIMULATION_SOURCE, ApplyError, DeviceIdentity, OperatingPoint,
                                           Platform, RailSample, TelemetrySample)
-from edge_roofline.platforms.jetson.platform import grid_points, resolved_caps, validate_point
+from edge_roofline.platforms.jetson.platform import reachable_points, validate_point
 from edge_roofline.virtual.board import VirtualBoard
 from edge_roofline.virtual.physics import module_power_w
 
@@ -44,10 +44,7 @@ class VirtualPlatform(Platform):
                               catalogue_key=self.device.key, simulated=True)
 
     def operating_points(self) -> list[OperatingPoint]:
-        preset = self._preset()
-        presets = [OperatingPoint(name=p.name, nvpmodel_id=p.mode_id)
-                   for p in self.device.presets if p.tpc_pg_mask == preset.tpc_pg_mask]
-        return presets + grid_points(self.device, preset)
+        return reachable_points(self.device, self._preset())
 
     def current_operating_point(self) -> OperatingPoint:
         return self._point
@@ -56,11 +53,7 @@ class VirtualPlatform(Platform):
         preset = validate_point(self.device, self._preset(), point)
         if self.fail_apply:
             raise ApplyError(f"{point.name}: simulated failure (fail_apply is set)")
-        if preset.mode_id != self.board.state.nvpmodel_mode_id:
-            self.board.set_mode(preset.mode_id)
-        caps = resolved_caps(self.device, preset, point)
-        self.board.set_caps(cpu_online_cores=caps.cpu_online_cores, cpu_max_freq_hz=caps.cpu_max_freq_hz,
-                            gpu_max_freq_hz=caps.gpu_max_freq_hz, emc_max_freq_hz=caps.emc_max_freq_hz)
+        self.board.set_mode(preset.mode_id, point)
         self._point = point
         self.applied.append(point)
 

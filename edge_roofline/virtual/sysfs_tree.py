@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from copy import copy
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
@@ -253,10 +254,6 @@ def write_nvpmodel_status(root: str | Path, mode_id: int) -> None:
     _write(Path(root), NVPMODEL_STATUS, f"pmode:{mode_id:04d} fmode:quiet\n")
 
 
-def read_nvpmodel_status(root: str | Path) -> int | None:
-    return read_status_mode(root)
-
-
 def write_launcher(root: str | Path, tool: str, module: str) -> Path:
     """``<root>/usr/bin/<tool>``: runs ``module`` (an emulation) on this tree with this
     interpreter. ``exec`` keeps a single process, so a caller's timeout kill reaches it."""
@@ -383,6 +380,15 @@ class Controls:
     emc_min_hz: float
     emc_max_hz: float
 
+    @classmethod
+    def of(cls, state: BoardState) -> "Controls":
+        """The controls a board state is in (copies, so the state can change underneath)."""
+        return cls(**{f.name: copy(getattr(state, f.name)) for f in fields(cls)})
+
+    def apply_to(self, state: BoardState) -> None:
+        for f in fields(self):
+            setattr(state, f.name, copy(getattr(self, f.name)))
+
 
 def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
     """The control files only (about 25 reads on AGX Orin), for a board that follows them live.
@@ -397,7 +403,7 @@ def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
     cores = range(device.cpu_cores)
     emc_max_rate = _read_int(root, f"{EMC_CLK_DIR}/max_rate") or device.emc_max_freq_hz
     emc_cap = _read_int(root, EMC_ISO_CAP) or 0
-    mode_id = read_nvpmodel_status(root)
+    mode_id = read_status_mode(root)
     return Controls(
         nvpmodel_mode_id=device.default_mode_id if mode_id is None else mode_id,
         cpu_online=[_read_int(root, f"{CPU_DIR}/cpu{c}/online") != 0 for c in cores],

@@ -38,7 +38,7 @@ def test_tpc_gating_and_background_load_slow_the_gpu_and_cpu_clock_the_host(cost
     cost = costs("resnet18")
     base = inference_timing(cost, ORIN, P, MAXN, "fp16")
     gated = inference_timing(cost, ORIN, P, at(tpc_pg_mask=240), "fp16")  # 4 of 8 TPCs
-    shared = inference_timing(cost, ORIN, P, MAXN, "fp16", gpu_share=0.5)
+    shared = inference_timing(cost, ORIN, P, MAXN, "fp16", background_gpu_load=0.5)
     slow_cpu = inference_timing(cost, ORIN, P, at(cpu_freq_hz=729.6e6), "fp16")
     assert gated.gpu_busy_s > 1.3 * base.gpu_busy_s
     assert shared.gpu_busy_s == pytest.approx(2 * base.gpu_busy_s)

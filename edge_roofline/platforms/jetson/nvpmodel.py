@@ -154,11 +154,10 @@ class Nvpmodel:
             raise ApplyError(f"{' '.join(argv)} did not answer within {self.timeout_s} s "
                              "(killed; check `nvpmodel -q` by hand, the device may be loaded)") from exc
         output = stdout + stderr
-        done = proc
         if any(marker in output for marker in _REBOOT_MARKERS):
             raise RebootRequiredError(f"{' '.join(argv)} needs a reboot; not done at runtime")
-        if done.returncode != 0 or "NVPM ERROR" in output:
-            raise ApplyError(f"{' '.join(argv)} failed (exit {done.returncode}): {output.strip()}")
+        if proc.returncode != 0 or "NVPM ERROR" in output:
+            raise ApplyError(f"{' '.join(argv)} failed (exit {proc.returncode}): {output.strip()}")
         return output
 
     def query(self) -> ModeQuery:

@@ -50,6 +50,14 @@ def grid_points(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_step
     return points
 
 
+def reachable_points(device: DeviceSpec, current: Preset) -> list[OperatingPoint]:
+    """Points reachable at runtime from ``current``: presets with its TPC mask (any other
+    needs a reboot) and the caps grid inside it."""
+    presets = [OperatingPoint(name=p.name, nvpmodel_id=p.mode_id)
+               for p in device.presets if p.tpc_pg_mask == current.tpc_pg_mask]
+    return presets + grid_points(device, current)
+
+
 def validate_point(device: DeviceSpec, current: Preset, point: OperatingPoint) -> Preset:
     """The preset ``point`` runs in, after checking it is reachable from ``current`` without a
     reboot and that its caps are table entries inside that preset's envelope."""
@@ -109,8 +117,8 @@ class JetsonPlatform(Platform):
         caps records, and puts back, exactly those)."""
         plain = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
         d = self.device
-        online = [c for c in self._cores if cpu.read_core(self.root, c).online]
-        cpu_max = cpu.read_core(self.root, online[0]).max_freq_hz if online else None
+        online = [s for s in (cpu.read_core(self.root, c) for c in self._cores) if s.online]
+        cpu_max = online[0].max_freq_hz if online else None
         gpu_max = gpu.read_gpu(self._gpu).max_freq_hz if self._gpu else None
         emc_file = self._emc_cap_file()
         emc_cap = read_int(emc_file) if emc_file else None
@@ -163,12 +171,8 @@ class JetsonPlatform(Platform):
     def identity(self) -> DeviceIdentity:
         return DeviceIdentity(kind="jetson", model=self.device.name, catalogue_key=self.device.key)
 
-    def _reachable_presets(self) -> list[Preset]:
-        return [p for p in self.device.presets if p.tpc_pg_mask == self._preset.tpc_pg_mask]
-
     def operating_points(self) -> list[OperatingPoint]:
-        presets = [OperatingPoint(name=p.name, nvpmodel_id=p.mode_id) for p in self._reachable_presets()]
-        return presets + grid_points(self.device, self._preset)
+        return reachable_points(self.device, self._preset)
 
     def current_operating_point(self) -> OperatingPoint:
         return self._point
