@@ -36,6 +36,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from edge_roofline.clock import SimClock
+from edge_roofline.paths import config_dirs
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
 from edge_roofline.roofline.costs import ModelCost
@@ -47,7 +48,6 @@ from .points import candidate_points
 
 SIMULATION = "SIMULATION"
 POLICIES = ("maxn", "default", "best_static", "oracle", "governor")
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "config" / "scenarios"
 
 SAMPLE_HZ = 50.0  # power sampling rate (platform.sample())
 STEP_S = 0.1  # governor step period
@@ -207,16 +207,23 @@ def resolve_scenario_path(name_or_path: str | Path) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
-    for candidate in (SCENARIO_DIR / path.name, SCENARIO_DIR / f"{path.name}.yaml"):
-        if candidate.is_file():
-            return candidate
+    for directory in scenario_dirs():
+        for candidate in (directory / path.name, directory / f"{path.name}.yaml"):
+            if candidate.is_file():
+                return candidate
     shipped = ", ".join(shipped_scenarios()) or "none"
     raise ScenarioError(f"scenario {str(name_or_path)!r} not found: give a YAML path or one of the "
                         f"shipped scenarios ({shipped})")
 
 
+def scenario_dirs() -> list[Path]:
+    """config/scenarios/ in a source checkout, else where the install put the shipped config."""
+    return [d / "scenarios" for d in config_dirs() if (d / "scenarios").is_dir()]
+
+
 def shipped_scenarios() -> list[str]:
-    return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml")) if SCENARIO_DIR.is_dir() else []
+    dirs = scenario_dirs()
+    return sorted(p.stem for p in dirs[0].glob("*.yaml")) if dirs else []
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:

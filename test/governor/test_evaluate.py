@@ -2,8 +2,10 @@
 scoring, the governor's acceptance on a shipped scenario, the CLI."""
 
 import json
+from pathlib import Path
 
 import numpy as np
+
 import pytest
 
 from edge_roofline.governor.evaluate import (Hindsight, ScenarioError, StaticController, evaluate,
@@ -46,6 +48,17 @@ def test_shipped_scenarios_load_by_name():
     s = load_scenario("agx_model_switch")
     assert s.phase_model(s.phases[1]) == "yolo_tiny" and s.phase_model(s.phases[0]) == "resnet50"
     assert load_scenario("agx_steady_p30").physics_perturbation == 0.3
+
+
+def test_installed_scenarios_are_found_by_name(tmp_path, monkeypatch):
+    """An installed package has no config/ beside it: names resolve in the installed share dir."""
+    import edge_roofline.governor.evaluate as evaluate_module
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "mine.yaml").write_text(
+        (Path(evaluate_module.__file__).parents[2] / "config" / "scenarios" / "agx_steady.yaml").read_text())
+    monkeypatch.setattr(evaluate_module, "config_dirs", lambda: [tmp_path])
+    assert evaluate_module.shipped_scenarios() == ["mine"]
+    assert load_scenario("mine").device == "agx_orin_64gb"
 
 
 def test_perturbation_changes_the_board():
