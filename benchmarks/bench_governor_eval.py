@@ -2,7 +2,11 @@
 (SIMULATION): policies x scenarios, energy per inference relative to the per-phase oracle and
 to MAXN, the governor's violation rate and issue #6's verdict, plus the time it took.
 
-    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [SCENARIO ...]
+    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [SCENARIO ...]
+
+``--seeds N`` runs each scenario with N seeds (its own and the next N-1): a different jitter
+draw and, with physics_perturbation, a differently perturbed device, so the verdict is not
+the luck of one shipped seed.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import argparse
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -19,9 +24,14 @@ from edge_roofline.governor.evaluate import (evaluate, format_evaluation, format
                                              load_scenario, shipped_scenarios)
 
 
-def _evaluate(name: str):
+def _evaluate(job: tuple[str, int]):
+    name, seed_offset = job
     start = time.perf_counter()
-    evaluation = evaluate(load_scenario(name))
+    scenario = load_scenario(name)
+    if seed_offset:
+        seed = scenario.seed + seed_offset
+        scenario = replace(scenario, seed=seed, name=f"{Path(scenario.name).stem}@seed{seed}")
+    evaluation = evaluate(scenario)
     return evaluation, time.perf_counter() - start
 
 
@@ -30,11 +40,13 @@ def main() -> int:
     parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped one)")
     parser.add_argument("--jobs", type=int, default=2, help="scenarios evaluated in parallel")
     parser.add_argument("--details", action="store_true", help="also print each scenario's table")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per scenario (its own and the next ones)")
     args = parser.parse_args()
     names = args.scenarios or shipped_scenarios()
+    jobs = [(name, k) for name in names for k in range(max(args.seeds, 1))]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        results = list(pool.map(_evaluate, names))
+        results = list(pool.map(_evaluate, jobs))
     wall_s = time.perf_counter() - start
     evaluations = [ev for ev, _ in results]
     if args.details:
