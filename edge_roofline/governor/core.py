@@ -228,7 +228,7 @@ class Governor:
         choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
                         violation_scale=violation, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                        measured=frozenset(self._measured | self._missed))
+                        measured=frozenset(self._measured | self._missed), provisional=self._provisional)
         target = choice.prediction.point
         if target == self.current:
             return self._decision(target, False, choice.reason, "holding", choice.prediction, window)

@@ -36,10 +36,13 @@ def meets_target(p: Prediction, jitter_ratio: float, limit_s: float, optimistic:
 
 def choose(predictions: list[Prediction], current: Prediction, *, limit_s: float,
            jitter_ratio: float, violation_scale: float | None, hysteresis: float,
-           explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset()) -> Choice:
+           explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
+           provisional: bool = False) -> Choice:
     """``limit_s`` = target x (1 - margin). ``violation_scale``: measured percentile over the
     target; only points predicted faster than the current one by that factor qualify.
-    ``measured``: names of points already measured under this workload (not explored again)."""
+    ``measured``: names of points already measured under this workload (not explored again).
+    ``provisional``: the current point is a stopgap (an exploration, an escape) that hysteresis
+    does not protect: it stays only while it is predicted the best."""
     pool = predictions
     if violation_scale is not None:
         pool = [p for p in predictions if p.latency_s <= current.latency_s / violation_scale] or \
@@ -73,6 +76,6 @@ def choose(predictions: list[Prediction], current: Prediction, *, limit_s: float
     if violation_scale is not None:
         return Choice(best, f"measured percentile {violation_scale:.2f} x target: faster point")
     cur_ok = meets_target(current, jitter_ratio, limit_s)
-    if cur_ok and best.energy_per_inference_j > current.energy_per_inference_j * (1.0 - hysteresis):
+    if cur_ok and not provisional and best.energy_per_inference_j > current.energy_per_inference_j * (1.0 - hysteresis):
         return Choice(current, "holding: no point saves enough energy")
     return Choice(best, "lowest predicted energy meeting the target")

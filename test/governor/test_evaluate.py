@@ -114,6 +114,20 @@ def test_oracle_is_no_worse_than_any_static_point_per_phase():
     assert all(b.energy_per_inference_j <= r.energy_per_inference_j for b, r in zip(oracle, per_phase_static))
 
 
+def test_oracle_within_margin_obeys_the_governors_rules_and_costs_no_less():
+    from edge_roofline.governor.policy import MAX_UTILISATION
+    s = short()
+    hindsight = Hindsight(s)
+    free = hindsight.oracle()
+    # a margin just wide enough to rule out the free oracle's first point
+    margin = 1.0 - free[0].latency_percentile_s / s.phases[0].target_latency_s + 0.01
+    held, phase = hindsight.oracle(margin)[0], s.phases[0]
+    assert held.point != free[0].point
+    assert held.latency_percentile_s <= (1.0 - margin) * phase.target_latency_s
+    assert held.mean_latency_s * phase.input_rate_hz <= MAX_UTILISATION
+    assert free[0].energy_per_inference_j <= held.energy_per_inference_j
+
+
 def test_governor_meets_the_criteria_on_a_shipped_scenario():
     ev = evaluate(load_scenario("nano_steady"))
     c = ev.criteria()
@@ -136,7 +150,7 @@ def test_cli_prints_simulation_table_and_writes_json_and_plot(tmp_path, capsys):
     assert "SIMULATION" in text and "governor" in text and "oracle" in text
     data = json.loads(out_json.read_text())
     assert data["label"] == "SIMULATION"
-    assert set(data["policies"]) == {"maxn", "default", "best_static", "oracle", "governor"}
+    assert set(data["policies"]) == {"maxn", "default", "best_static", "oracle", "oracle_margin", "governor"}
     for policy in data["policies"].values():
         assert {"energy_per_inference_j", "violation_rate", "p95_latency_ms", "switches", "phases"} <= set(policy)
         assert policy["energy_per_inference_j"] > 0 and len(policy["phases"]) == 1
