@@ -11,7 +11,7 @@ from pathlib import Path
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.devices import DeviceSpec
 
-POINT_SETS = ("presets", "grid", "all", "platform-grid")
+POINT_SETS = ("presets", "grid", "all")
 _POINT_KEYS = {f.name for f in fields(OperatingPoint)}
 
 
@@ -32,8 +32,6 @@ def sweep_points(platform: Platform, spec: str) -> list[OperatingPoint]:
       up), so the sweep's table is a prior for exactly the points the governor chooses from;
     - ``presets``: the nvpmodel presets reachable without a reboot;
     - ``all``: both;
-    - ``platform-grid``: the platform's own caps grid (``Platform.operating_points``, the whole
-      clock tables down to the lowest entries);
     - anything else: a JSON or YAML file of points (``load_points_file``).
     On a device outside the catalogue (NVML) ``grid`` and ``all`` are the platform's points.
     """
@@ -44,7 +42,6 @@ def sweep_points(platform: Platform, spec: str) -> list[OperatingPoint]:
 
     reachable = platform.operating_points()
     points = {"presets": [p for p in reachable if _is_preset(p)],
-              "platform-grid": [p for p in reachable if not _is_preset(p)],
               "grid": [p for p in candidate_points(platform, PointGridConfig(include_presets=False))
                        if not _is_preset(p)],
               "all": candidate_points(platform, PointGridConfig(include_presets=True))}[spec]

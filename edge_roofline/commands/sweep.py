@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--platform", required=True,
                         help="jetson | nvml | virtual:DEVICE (simulated time, e.g. virtual:agx_orin_64gb)")
     parser.add_argument("--points", default="grid",
-                        help="grid (the governor's 96-point caps grid), presets, all, platform-grid, "
+                        help="grid (the governor's 96-point caps grid), presets, all, "
                              "or a JSON/YAML file of points (default: grid)")
     parser.add_argument("--runs", type=int, default=d.runs, help=f"measured inferences per point (default {d.runs})")
     parser.add_argument("--warmup", type=int, default=d.warmup, help=f"warm-up inferences per point (default {d.warmup})")

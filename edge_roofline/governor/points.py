@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edge_roofline.platforms.base import OperatingPoint, Platform
-from edge_roofline.roofline.devices import DeviceSpec, Preset, UnknownDeviceError, get_device
+from edge_roofline.platforms.grid import caps_grid, preset_envelope
+from edge_roofline.roofline.devices import DeviceSpec, UnknownDeviceError, get_device
 
 from .config import PointGridConfig
 
@@ -27,45 +28,6 @@ class EffectiveClocks:
     emc_freq_hz: float
     cpu_online_cores: int
     tpc_pg_mask: int
-
-
-def _spread(table: list[float], steps: int) -> list[float]:
-    """``steps`` entries spread evenly over ``table`` (sorted), always including its top."""
-    if steps >= len(table):
-        return list(table)
-    if steps == 1:
-        return [table[-1]]
-    idx = sorted({round(i * (len(table) - 1) / (steps - 1)) for i in range(steps)})
-    return [table[i] for i in idx]
-
-
-def preset_envelope(device: DeviceSpec, preset: Preset) -> tuple[float, float, float]:
-    """(cpu, gpu, emc) maximum clocks of a preset, ``None`` caps resolved to the table top."""
-    return (device.snap_cpu_freq(preset.cpu_max_freq_hz or device.cpu_max_freq_hz),
-            device.snap_gpu_freq(preset.gpu_max_freq_hz or device.gpu_max_freq_hz),
-            device.snap_emc_freq(preset.emc_max_freq_hz or device.emc_max_freq_hz))
-
-
-def grid_points(device: DeviceSpec, preset: Preset, config: PointGridConfig) -> list[OperatingPoint]:
-    """Custom points inside ``preset``'s envelope (caps never above the preset's own)."""
-    cpu_top, gpu_top, emc_top = preset_envelope(device, preset)
-    # The lowest table entries are far below any useful inference speed (115 MHz CPU, 204 MHz
-    # EMC); starting the spread at a quarter of the top keeps the grid where choices matter.
-    cpus = _spread([f for f in sorted(device.cpu_freqs_hz) if cpu_top / 4 <= f <= cpu_top], config.cpu_steps)
-    gpus = _spread([f for f in sorted(device.gpu_freqs_hz) if gpu_top / 4 <= f <= gpu_top], config.gpu_steps)
-    emcs = _spread([f for f in sorted(device.emc_freqs_hz) if emc_top / 8 <= f <= emc_top], config.emc_steps)
-    cores = config.core_options or (preset.cpu_online_cores, max(1, preset.cpu_online_cores // 2))
-    cores = sorted({c for c in cores if 1 <= c <= preset.cpu_online_cores}, reverse=True)
-    points = []
-    for n in cores:
-        for c in cpus:
-            for g in gpus:
-                for e in emcs:
-                    points.append(OperatingPoint(
-                        name=f"{preset.name}/c{n}-cpu{c / 1e6:.0f}-gpu{g / 1e6:.0f}-emc{e / 1e6:.0f}",
-                        nvpmodel_id=preset.mode_id, cpu_online_cores=n, cpu_max_freq_hz=c,
-                        gpu_max_freq_hz=g, emc_max_freq_hz=e))
-    return points
 
 
 def catalogue_device(platform: Platform) -> DeviceSpec | None:
@@ -89,8 +51,8 @@ def candidate_points(platform: Platform, config: PointGridConfig) -> list[Operat
 
     A preset with another TPC power-gating mask than the current one needs a reboot on a Jetson
     (``RebootRequiredError``), so it is left out even where a platform lists it. Of the
-    platform's list only the plain presets are taken (no custom caps): a platform's own caps grid
-    (JetsonPlatform, VirtualPlatform) would double the candidates with a second, coarser grid.
+    platform's list only the plain presets are taken: the caps grid is built here, with the
+    configured steps (the platforms list the default grid).
     """
     reachable = list(platform.operating_points())
     device = catalogue_device(platform)
@@ -103,7 +65,8 @@ def candidate_points(platform: Platform, config: PointGridConfig) -> list[Operat
         presets = [p for p in reachable if p.nvpmodel_id is not None and _plain_preset(p)
                    and device.preset(p.nvpmodel_id).tpc_pg_mask == preset.tpc_pg_mask]
     seen = {p.name for p in presets}
-    return presets + [p for p in grid_points(device, preset, config) if p.name not in seen]
+    grid = caps_grid(device, preset, config.cpu_steps, config.gpu_steps, config.emc_steps, config.core_options)
+    return presets + [p for p in grid if p.name not in seen]
 
 
 def effective_clocks(device: DeviceSpec, point: OperatingPoint) -> EffectiveClocks:

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from edge_roofline.governor.config import ConfigError, GovernorConfig, PointGridConfig
-from edge_roofline.governor.points import candidate_points, grid_points
+from edge_roofline.governor.points import candidate_points
+from edge_roofline.platforms.grid import caps_grid
 from edge_roofline.governor.predictor import Observation, Predictor, RooflineWorkload
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.ceilings import preset_ceilings
@@ -45,7 +46,7 @@ def true_energy_j(p, rate_hz):
 
 
 def test_default_grid_is_96_points_inside_maxn():
-    points = grid_points(DEVICE, DEVICE.preset(0), PointGridConfig())
+    points = caps_grid(DEVICE, DEVICE.preset(0))
     assert len(points) == 96
     assert all(p.gpu_max_freq_hz <= DEVICE.gpu_max_freq_hz and p.nvpmodel_id == 0 for p in points)
     assert len({p.name for p in points}) == 96
@@ -70,7 +71,7 @@ def test_config_refuses_unknown_keys():
 
 
 def test_predictor_error_decreases_with_observations():
-    points = grid_points(DEVICE, DEVICE.preset(0), PointGridConfig())
+    points = caps_grid(DEVICE, DEVICE.preset(0))
     rate_hz = 30.0
     probe = points[::7]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
                                           RebootRequiredError, TelemetrySample)
+from edge_roofline.platforms.grid import caps_grid
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_int, read_text, under
@@ -23,39 +24,12 @@ log = logging.getLogger(__name__)
 _KHZ = 1e3
 
 
-def _envelope(table_hz: tuple[float, ...], cap_hz: float | None) -> tuple[float, ...]:
-    return tuple(f for f in table_hz if cap_hz is None or f <= cap_hz)
-
-
-def _spread(values: tuple[float, ...], steps: int) -> tuple[float, ...]:
-    """``steps`` entries evenly spaced over a sorted table, always including its top."""
-    if len(values) <= steps:
-        return values
-    return tuple(values[round(i * (len(values) - 1) / (steps - 1))] for i in range(steps))
-
-
-def grid_points(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_steps: int = 4,
-                emc_steps: int = 3, core_options: tuple[str, ...] = ("all", "half")) -> list[OperatingPoint]:
-    """Caps grid inside ``preset``: cores x CPU x GPU x EMC (96 points on AGX Orin)."""
-    cores = {"all": preset.cpu_online_cores, "half": max(1, preset.cpu_online_cores // 2)}
-    points = []
-    for option in core_options:
-        for c in _spread(_envelope(device.cpu_freqs_hz, preset.cpu_max_freq_hz), cpu_steps):
-            for g in _spread(_envelope(device.gpu_freqs_hz, preset.gpu_max_freq_hz), gpu_steps):
-                for e in _spread(_envelope(device.emc_freqs_hz, preset.emc_max_freq_hz), emc_steps):
-                    points.append(OperatingPoint(
-                        name=f"{preset.name}/c{cores[option]}@{c / 1e6:.0f}/g{g / 1e6:.0f}/e{e / 1e6:.0f}",
-                        nvpmodel_id=preset.mode_id, cpu_online_cores=cores[option],
-                        cpu_max_freq_hz=c, gpu_max_freq_hz=g, emc_max_freq_hz=e))
-    return points
-
-
 def reachable_points(device: DeviceSpec, current: Preset) -> list[OperatingPoint]:
     """Points reachable at runtime from ``current``: presets with its TPC mask (any other
-    needs a reboot) and the caps grid inside it."""
+    needs a reboot) and the default caps grid inside it."""
     presets = [OperatingPoint(name=p.name, nvpmodel_id=p.mode_id)
                for p in device.presets if p.tpc_pg_mask == current.tpc_pg_mask]
-    return presets + grid_points(device, current)
+    return presets + caps_grid(device, current)
 
 
 def validate_point(device: DeviceSpec, current: Preset, point: OperatingPoint) -> Preset:
