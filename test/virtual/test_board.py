@@ -104,7 +104,7 @@ def test_platform_validates_like_the_real_backend_and_restores():
         platform.apply(OperatingPoint("MODE_30W", nvpmodel_id=2))
     platform.apply(OperatingPoint("MODE_50W", nvpmodel_id=3))
     assert platform.board.state.gpu_max_freq_hz == 816e6
-    low = next(p for p in points if p.gpu_max_freq_hz == 306e6 and p.cpu_online_cores == 6)
+    low = next(p for p in points if p.gpu_max_freq_hz == 408e6 and p.cpu_online_cores == 6)
     platform.apply(low)
     assert platform.board.state.nvpmodel_mode_id == 0 and sum(platform.board.state.cpu_online) == 6
     platform.apply(OperatingPoint("MAXN", nvpmodel_id=0))  # a plain preset lifts the custom caps

@@ -29,11 +29,11 @@ def test_real_backend_caps_and_nvpmodel_reach_the_board(live):
     platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(live.root))
     try:
         assert platform.identity().simulated and "SIMULATION" in platform.sample().source
-        low = next(p for p in platform.operating_points() if p.gpu_max_freq_hz == 306e6 and p.cpu_online_cores == 6)
+        low = next(p for p in platform.operating_points() if p.gpu_max_freq_hz == 408e6 and p.cpu_online_cores == 6)
         platform.apply(low)
         t = steps(live, 0.1, 0.0)
         silicon = json.loads((live.root / RUN_DIR / "silicon.json").read_text())
-        assert silicon["gpu_freq_hz"] == 306e6 and silicon["cpu_online_cores"] == 6
+        assert silicon["gpu_freq_hz"] == 408e6 and silicon["cpu_online_cores"] == 6
         platform.apply(OperatingPoint("MODE_50W", nvpmodel_id=3))  # through the nvpmodel emulation
         steps(live, 0.1, t)
         assert live.board.state.nvpmodel_mode_id == 3
