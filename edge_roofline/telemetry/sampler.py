@@ -77,7 +77,7 @@ class PowerSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._reset_window(self.clock.now_s())
-        self._latest: TelemetrySample | None = None
+        self._latest_power: TelemetrySample | None = None
         self._has_power = False
 
     def _reset_window(self, now_s: float) -> None:
@@ -87,7 +87,7 @@ class PowerSampler:
         self._window_errors = 0
         self._window_last_error = ""
 
-    def sample_once(self) -> TelemetrySample | None:
+    def sample_once(self) -> None:
         """Take one reading and integrate it; errors are counted, never raised (a missing
         sysfs file must not kill the monitor)."""
         now_s = self.clock.now_s()
@@ -98,7 +98,7 @@ class PowerSampler:
             with self._lock:
                 self._window_errors += 1
                 self._window_last_error = f"{type(exc).__name__}: {exc}"
-            return None
+            return
         with self._lock:
             added = self._integrator.add(sample.timestamp_s, sample.total_power_w)
             self._has_power = self._has_power or sample.total_power_w is not None
@@ -106,18 +106,23 @@ class PowerSampler:
             self._window_samples += 1
             if full:
                 self._last_full, self._last_full_s = sample, now_s
-            else:  # the latest power with the clocks and temperatures of the last full sample
-                sample = replace(self._last_full, timestamp_s=sample.timestamp_s, rails=sample.rails,
-                                 total_power_w=sample.total_power_w, source=sample.source)
-            self._latest = sample
-        return sample
+            self._latest_power = sample
+
+    def _latest(self) -> TelemetrySample | None:
+        """The latest power with the clocks and temperatures of the last full sample (merged
+        when a window is taken, not at every 200 Hz reading)."""
+        power, full = self._latest_power, self._last_full
+        if power is None or power is full:
+            return power
+        return replace(full, timestamp_s=power.timestamp_s, rails=power.rails,
+                       total_power_w=power.total_power_w, source=power.source)
 
     def take_window(self) -> TelemetryWindow:
         now_s = self.clock.now_s()
         with self._lock:
             duration_s = now_s - self._window_start_s
             window = TelemetryWindow(
-                latest=self._latest, start_s=self._window_start_s, end_s=now_s,
+                latest=self._latest(), start_s=self._window_start_s, end_s=now_s,
                 samples=self._window_samples,
                 window_energy_j=self._window_energy_j if self._has_power else math.nan,
                 total_energy_j=self._integrator.total_energy_j if self._has_power else math.nan,
