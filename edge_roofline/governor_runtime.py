@@ -41,6 +41,7 @@ def governor_config(p: dict) -> GovernorConfig:
         "target_latency_ms": p["target_latency_ms"], "percentile": p["percentile"], "margin": p["margin"],
         "mode": p["mode"], "window_s": p["window_s"], "dwell_s": p["dwell_s"],
         "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"])),
+        "prior_table": p["prior_table"],
         "points": {"cpu_steps": p["points_cpu_steps"], "gpu_steps": p["points_gpu_steps"],
                    "emc_steps": p["points_emc_steps"], "core_options": core_options,
                    "include_presets": p["points_include_presets"]},

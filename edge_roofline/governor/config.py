@@ -7,6 +7,7 @@ YAML layout (every key optional)::
     percentile: 95.0
     mode: active            # off | advise | active
     state_path: /var/lib/edge_roofline/governor_state.json
+    prior_table: sweep_out/operating_points_resnet50_fp16.json   # start from a sweep's measurements
     points: {cpu_steps: 4, gpu_steps: 4, emc_steps: 3, core_options: [12, 6]}
     safety: {stale_telemetry_s: 1.0, thermal_limit_c: 95.0}
 """
@@ -117,6 +118,7 @@ class GovernorConfig:
     workload_change_rel: float = 0.3  # measured vs predicted mean latency: a new workload
     rate_change_rel: float = 0.3  # input rate change that restarts exploration
     state_path: str = ""  # JSON record of the point found at start ("" = none)
+    prior_table: str = ""  # operating-point table of this model from `edge-roofline sweep` ("" = none)
     points: PointGridConfig = field(default_factory=PointGridConfig)
     safety: SafetyConfig = field(default_factory=SafetyConfig)
 

@@ -78,6 +78,32 @@ class Governor:
         self.switches = 0
         if model_analysis is not None:
             self.set_model(model_analysis)
+        if config.prior_table:
+            self._load_prior(config.prior_table)
+
+    def _load_prior(self, path: str) -> None:
+        """Fit the predictor to a sweep's operating-point table (docs/characterise.md): the
+        points it measured start known instead of from the roofline prior. The table must be of
+        this model on this device, and a simulated one cannot stand in for a real board."""
+        from edge_roofline.characterise.results import load_table
+
+        if self.predictor is None:
+            raise ConfigError("prior_table needs the model's roofline analysis")
+        try:
+            table = load_table(path)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ConfigError(f"prior_table {path}: {exc}") from None
+        model = self.predictor.workload.name
+        if table.device != self.device.key or table.model != model:
+            raise ConfigError(f"prior_table {path} is for {table.model} on {table.device}, not {model} on "
+                              f"{self.device.key}; sweep this model on this device (edge-roofline sweep)")
+        if table.simulated and not self.platform.identity().simulated:
+            raise ConfigError(f"prior_table {path} was measured on a virtual Jetson (SIMULATION); on a real "
+                              f"board sweep the board itself")
+        observations = table.observations()
+        if not observations:
+            raise ConfigError(f"prior_table {path} has no measured points")
+        self.predictor.fit(observations)
 
     # ---- crash recovery ----------------------------------------------------------------
     @staticmethod

@@ -44,6 +44,7 @@ PARAMETERS = {
     "points_core_options": ("", "online-core counts to try, comma-separated (empty: the preset's and half)"),
     "points_include_presets": (True, "reboot-free nvpmodel presets are candidates too"),
     "safe_point": ("", "fallback point name (empty: the point found at start)"),
+    "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
     "state_path": ("", "crash record of the point found at start (empty: under sysfs_root, or ~/.ros)"),
     "step_rate_hz": (10.0, "decisions per second"),
     "window_s": (5.0, "sliding window of the latency percentile"),

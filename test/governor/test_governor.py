@@ -1,17 +1,21 @@
 """Governor behaviour on a scripted platform with a known law, on simulated time."""
 
+import json
 import math
 
 import numpy as np
+import pytest
 
+from edge_roofline.characterise.results import TABLE_FORMAT
+from edge_roofline.characterise.store import point_to_dict
 from edge_roofline.clock import SimClock
-from edge_roofline.governor.config import GovernorConfig
+from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import LayerCost, ModelCost
 from edge_roofline.roofline.model import analyze_roofline
 
-from .fake_law import DEVICE, LawPlatform, drive, law_latency_s, true_energy_j
+from .fake_law import DEVICE, LawPlatform, drive, law_latency_s, law_power_w, true_energy_j
 
 
 def analysis():
@@ -138,3 +142,48 @@ def test_reacts_fast_to_a_heavier_workload(tmp_path):
     assert law_latency_s(platform.current, 1.6) < 0.020
     measured = [d.measured_latency_s for d in decisions[-50:] if not math.isnan(d.measured_latency_s)]
     assert measured and max(measured) < 0.020
+
+
+def grid(gov):
+    return [p for p in gov.candidates if p.gpu_max_freq_hz is not None]
+
+
+def law_table(path, gov, model="toy", simulated=False):
+    """An operating-point table as `edge-roofline sweep --points grid` writes it, measured on the
+    law (which knows caps, not presets: the grid only)."""
+    points = [{**point_to_dict(p), "source": "measured", "latency_ms": law_latency_s(p) * 1e3,
+               "latency_std_ms": 0.05 * law_latency_s(p) * 1e3, "runs": 50,
+               "energy_per_inference_j": law_power_w(p, 1.0) * law_latency_s(p)} for p in grid(gov)]
+    path.write_text(json.dumps({"format": TABLE_FORMAT, "simulated": simulated, "device": DEVICE.key,
+                                "model": model, "precision": "fp16", "points": points}))
+    return str(path)
+
+
+def test_prior_table_starts_the_predictor_calibrated(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    plain, _, _ = make(tmp_path / "a")
+    primed, platform, clock = make(tmp_path / "b", prior_table=law_table(tmp_path / "t.json", plain))
+
+    def mean_error(gov, rate_hz=40.0):
+        preds = [gov.predictor.predict(p, rate_hz) for p in grid(gov)]
+        latency = np.mean([abs(q.latency_s / law_latency_s(q.point) - 1) for q in preds])
+        energy = np.mean([abs(q.energy_per_inference_j / true_energy_j(q.point, rate_hz) - 1) for q in preds])
+        return latency, energy
+
+    # before a single inference: the table's points are known, the roofline prior's are not
+    # (energy: the table is back to back, the prediction is for 40 Hz)
+    assert mean_error(primed)[0] < 0.03 and mean_error(plain)[0] > 0.08
+    assert mean_error(primed)[1] < 0.15 and plain.predictor.energy is None
+    drive(primed, platform, clock, 15.0)
+    assert true_energy_j(platform.current, 40.0) <= 1.10 * best_true(primed, 0.020, 40.0)
+
+
+def test_prior_table_of_another_model_or_a_simulation_is_refused(tmp_path):
+    gov, _, _ = make(tmp_path)
+    with pytest.raises(ConfigError, match="is for other on agx_orin_64gb, not toy on agx_orin_64gb"):
+        make(tmp_path, prior_table=law_table(tmp_path / "t.json", gov, model="other"))
+    with pytest.raises(ConfigError, match="virtual Jetson .SIMULATION.; on a real board sweep the board"):
+        make(tmp_path, prior_table=law_table(tmp_path / "t.json", gov, simulated=True))
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ConfigError, match="prior_table .*bad.json"):
+        make(tmp_path, prior_table=str(tmp_path / "bad.json"))
