@@ -82,10 +82,13 @@ class GovernorRuntime:
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
-            if not device:
-                raise ConfigError(f"{identity.model} has no catalogue entry: set the device parameter")
-            found = self.platform.current_operating_point()
-            analysis = model_analysis(p["model"], device, found.name, p["precision"], p["engine"])
+            analysis = None
+            if device:
+                found = self.platform.current_operating_point()
+                analysis = model_analysis(p["model"], device, found.name, p["precision"], p["engine"])
+            else:
+                log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
+                    f"point is learned by measuring it")
             self.governor = Governor(self.platform, config, analysis, clock)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])

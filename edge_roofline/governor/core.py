@@ -20,6 +20,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 from .config import MODES, ConfigError, GovernorConfig
 from .points import candidate_points, catalogue_device
 from .policy import choose
+from .pointwise import PointwisePredictor
 from .predictor import Prediction, Predictor, RooflineWorkload
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
 
@@ -46,10 +47,9 @@ class Governor:
         self.platform = platform
         self.config = config
         self.clock = clock
+        # Outside the catalogue (NVML) no clock tables carry a roofline between points: they are
+        # learned one by one.
         self.device = catalogue_device(platform)
-        if self.device is None:
-            raise ConfigError(f"{platform.identity().model} is not in the device catalogue; the "
-                              f"governor's predictor needs its clock tables")
         self.store = StateStore(config.state_path or None)
         Governor.recover(platform, config.state_path or None)
         self.found = platform.current_operating_point()
@@ -60,7 +60,7 @@ class Governor:
         self.candidates = candidate_points(platform, config.points)
         self.current = self.found
         self.mode = config.mode
-        self.predictor: Predictor | None = None
+        self.predictor: Predictor | PointwisePredictor | None = PointwisePredictor() if self.device is None else None
         self._latencies: deque[tuple[float, float]] = deque()  # (t, latency) at current point
         self._power: deque[tuple[float, float]] = deque()  # (t, W) at current point
         self._last_switch_s = now
@@ -87,8 +87,8 @@ class Governor:
         this model on this device, and a simulated one cannot stand in for a real board."""
         from edge_roofline.characterise.results import load_table
 
-        if self.predictor is None:
-            raise ConfigError("prior_table needs the model's roofline analysis")
+        if self.device is None or self.predictor is None:
+            raise ConfigError("prior_table needs a catalogued device and the model's roofline analysis")
         try:
             table = load_table(path)
         except (OSError, ValueError, KeyError) as exc:
@@ -143,12 +143,16 @@ class Governor:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
 
-    def set_model(self, model_analysis: RooflineAnalysis) -> None:
-        workload = RooflineWorkload(model_analysis, self.device)
-        if self.predictor is None:
-            self.predictor = Predictor(workload)
+    def set_model(self, model_analysis: RooflineAnalysis | None) -> None:
+        """A new model (``None``: one without a roofline, on a platform outside the catalogue)."""
+        if self.device is None:
+            self.predictor = PointwisePredictor()  # what each point measured was this model's
+        elif model_analysis is None:
+            raise ConfigError("a catalogued device needs the model's roofline analysis")
+        elif self.predictor is None:
+            self.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
         else:
-            self.predictor.set_workload(workload)
+            self.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
         self._new_workload()
         self._latencies.clear()
         self._power.clear()

@@ -140,6 +140,13 @@ class RooflineWorkload:
             byte_energy=a.total_bytes / 1e9 * ve ** 2)
 
 
+def sustained_rate(input_rate_hz: float | None, latency_s: float) -> float:
+    """Inferences per second: the input rate, capped by what one point sustains (``None``:
+    back to back)."""
+    top = 1.0 / max(latency_s, 1e-6)
+    return top if input_rate_hz is None else max(min(input_rate_hz, top), 1e-6)
+
+
 class BayesLinear:
     """Bayesian linear regression y = x . w + noise (a Kalman filter on constant w), with a
     Gaussian prior and a forgetting step so coefficients can move when the workload changes."""
@@ -221,7 +228,7 @@ class Predictor:
         self.observations = 0
 
     def _init_energy(self, obs: Observation, f: PointFeatures) -> None:
-        rate = self._rate(obs.input_rate_hz, obs.latency_s)
+        rate = sustained_rate(obs.input_rate_hz, obs.latency_s)
         power_w = max(obs.energy_j * rate, 1e-3)
         # A typical Jetson budget as fractions of the first power seen; broad (std ~ mean) so
         # that a few windows dominate. Switching terms start at zero (per GFLOP / per GB).
@@ -229,10 +236,6 @@ class Predictor:
         std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w
         self.energy = BayesLinear(mean, std)
 
-    @staticmethod
-    def _rate(input_rate_hz: float | None, latency_s: float) -> float:
-        top = 1.0 / max(latency_s, 1e-6)
-        return top if input_rate_hz is None else max(min(input_rate_hz, top), 1e-6)
 
     def update(self, point: OperatingPoint, latency_s: float, energy_j: float = math.nan, *,
                input_rate_hz: float | None = None, samples: int = 1,
@@ -252,7 +255,7 @@ class Predictor:
         if math.isfinite(obs.energy_j) and obs.energy_j > 0:
             if self.energy is None:
                 self._init_energy(obs, f)
-            x = f.energy_vector(obs.latency_s, self._rate(obs.input_rate_hz, obs.latency_s))
+            x = f.energy_vector(obs.latency_s, sustained_rate(obs.input_rate_hz, obs.latency_s))
             self.energy.update(x, obs.energy_j, (_ENERGY_MODEL_REL_ERR * obs.energy_j) ** 2)
 
     def fit(self, observations: Iterable[Observation]) -> "Predictor":
@@ -279,7 +282,7 @@ class Predictor:
         t_mean, t_var = self.latency.predict(f.latency_vector())
         t_mean = max(t_mean, 1e-6)
         t_std = math.sqrt(t_var + (_LATENCY_MODEL_REL_ERR * t_mean) ** 2)
-        rate = self._rate(input_rate_hz if input_rate_hz is not None else self.input_rate_hz, t_mean)
+        rate = sustained_rate(input_rate_hz if input_rate_hz is not None else self.input_rate_hz, t_mean)
         if self.energy is None:
             return Prediction(point, t_mean, t_std, math.nan, math.nan, math.inf, rate)
         e_mean, e_var = self.energy.predict(f.energy_vector(t_mean, rate))

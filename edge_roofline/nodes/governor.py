@@ -31,7 +31,7 @@ PARAMETERS = {
     "target_latency_ms": (50.0, "latency target at the percentile"),
     "percentile": (95.0, "latency percentile the target applies to"),
     "margin": (GovernorConfig.margin, "predicted percentile must stay under target x (1 - margin)"),
-    "platform": ("jetson", "jetson | virtual:DEVICE (the governor needs a catalogued Jetson)"),
+    "platform": ("jetson", "jetson | virtual:DEVICE | nvml (outside the catalogue: points learned by measuring)"),
     "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
     "device": ("", "catalogue device (empty: from the platform)"),

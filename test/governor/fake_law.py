@@ -57,8 +57,9 @@ class LawPlatform(Platform):
 
 
 def drive(gov, platform, clock, duration_s, rate_hz=40.0, dt_s=0.1, seed=0, power_ok=lambda t: True,
-          latency_of=None, temperature_c=50.0):
-    """Run ``duration_s`` of simulated time; returns the decisions."""
+          latency_of=None, temperature_c=50.0, latency_law=law_latency_s, power_law=law_power_w):
+    """Run ``duration_s`` of simulated time; returns the decisions. The laws give a point's
+    latency (point, scale) and power (point, duty, scale)."""
     rng = random.Random(seed)
     decisions = []
     end = clock.now_s() + duration_s
@@ -67,7 +68,7 @@ def drive(gov, platform, clock, duration_s, rate_hz=40.0, dt_s=0.1, seed=0, powe
         t0 = clock.now_s()
         busy = 0.0
         while next_inf < t0 + dt_s:
-            lat = law_latency_s(platform.current, platform.scale) * math.exp(rng.gauss(0, 0.05))
+            lat = latency_law(platform.current, platform.scale) * math.exp(rng.gauss(0, 0.05))
             if latency_of is not None:
                 lat = latency_of(next_inf, lat)
             gov.observe_inference(lat, next_inf + (lat if math.isfinite(lat) else 0))
@@ -76,7 +77,7 @@ def drive(gov, platform, clock, duration_s, rate_hz=40.0, dt_s=0.1, seed=0, powe
         clock.advance(dt_s)
         t = clock.now_s()
         if power_ok(t):
-            gov.observe_power(law_power_w(platform.current, min(1.0, busy / dt_s)), t,
+            gov.observe_power(power_law(platform.current, min(1.0, busy / dt_s), platform.scale), t,
                               {"tj-thermal": temperature_c(t) if callable(temperature_c) else temperature_c})
         decisions.append(gov.step(t))
     return decisions
