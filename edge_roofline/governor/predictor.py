@@ -271,7 +271,7 @@ class Predictor:
         if self.energy is not None:
             self.energy.forget(fraction)
 
-    def set_workload(self, workload: RooflineWorkload, forget_fraction: float = 0.5) -> None:
+    def set_workload(self, workload: RooflineWorkload, forget_fraction: float = 0.3) -> None:
         """A new model: coefficients describe the device and runtime, so they carry over as a
         prior, with part of their certainty taken away."""
         self.workload = workload
