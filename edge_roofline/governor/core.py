@@ -249,7 +249,7 @@ class Governor:
         preds = [self.predictor.predict(p, rate) for p in self.candidates
                  if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable
                  and p.name not in self._missed]
-        if self.predictor.energy is None:
+        if not self.predictor.has_energy:
             return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current, window)
         dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
             (self._provisional and self._measured_here)

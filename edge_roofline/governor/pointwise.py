@@ -33,7 +33,7 @@ class _PointEstimate:
 
 class PointwisePredictor:
     """``Predictor``'s interface (``update``, ``predict``, ``forget``, ``observations``,
-    ``energy``) without a roofline."""
+    ``has_energy``) without a roofline."""
 
     def __init__(self) -> None:
         self.input_rate_hz: float | None = None
@@ -41,9 +41,9 @@ class PointwisePredictor:
         self._points: dict[str, _PointEstimate] = {}
 
     @property
-    def energy(self):
-        """Non-None once some energy was measured (the governor waits for it)."""
-        return True if any(e.power is not None for e in self._points.values()) else None
+    def has_energy(self) -> bool:
+        """Some energy was measured (the governor waits for it)."""
+        return any(e.power is not None for e in self._points.values())
 
     def update(self, point: OperatingPoint, latency_s: float, energy_j: float = math.nan, *,
                input_rate_hz: float | None = None, samples: int = 1, latency_var_s2: float = 0.0) -> None:

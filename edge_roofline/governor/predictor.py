@@ -227,6 +227,11 @@ class Predictor:
         self.energy: BayesLinear | None = None
         self.observations = 0
 
+    @property
+    def has_energy(self) -> bool:
+        """Some energy was measured (the governor waits for it)."""
+        return self.energy is not None
+
     def _init_energy(self, obs: Observation, f: PointFeatures) -> None:
         rate = sustained_rate(obs.input_rate_hz, obs.latency_s)
         power_w = max(obs.energy_j * rate, 1e-3)

@@ -173,7 +173,7 @@ def test_prior_table_starts_the_predictor_calibrated(tmp_path):
     # before a single inference: the table's points are known, the roofline prior's are not
     # (energy: the table is back to back, the prediction is for 40 Hz)
     assert mean_error(primed)[0] < 0.03 and mean_error(plain)[0] > 0.08
-    assert mean_error(primed)[1] < 0.15 and plain.predictor.energy is None
+    assert mean_error(primed)[1] < 0.15 and not plain.predictor.has_energy
     drive(primed, platform, clock, 15.0)
     assert true_energy_j(platform.current, 40.0) <= 1.10 * best_true(primed, 0.020, 40.0)
 

@@ -50,7 +50,7 @@ def make(tmp_path, target_ms):
 
 def test_pointwise_predictor_learns_each_point_and_bounds_unmeasured_limits():
     pred = PointwisePredictor()
-    assert pred.energy is None and math.isnan(pred.predict(OperatingPoint("limit100W", power_limit_w=100.0)).latency_s)
+    assert not pred.has_energy and math.isnan(pred.predict(OperatingPoint("limit100W", power_limit_w=100.0)).latency_s)
     top, low = OperatingPoint("limit300W", power_limit_w=300.0), OperatingPoint("limit100W", power_limit_w=100.0)
     pred.update(top, latency_s(top), energy_j(top, 30.0), input_rate_hz=30.0, samples=50)
     here, there = pred.predict(top, 30.0), pred.predict(low, 30.0)
