@@ -19,11 +19,6 @@ class PlanError(ValueError):
     """A point list or budget cannot be used; the message names the problem and the fix."""
 
 
-def _is_preset(point: OperatingPoint) -> bool:
-    return all(getattr(point, k) is None for k in
-               ("cpu_online_cores", "cpu_max_freq_hz", "gpu_max_freq_hz", "emc_max_freq_hz", "power_limit_w"))
-
-
 def sweep_points(platform: Platform, spec: str) -> list[OperatingPoint]:
     """The points of ``spec``:
 
@@ -41,9 +36,9 @@ def sweep_points(platform: Platform, spec: str) -> list[OperatingPoint]:
     from edge_roofline.governor.points import candidate_points
 
     reachable = platform.operating_points()
-    points = {"presets": [p for p in reachable if _is_preset(p)],
+    points = {"presets": [p for p in reachable if not p.has_caps],
               "grid": [p for p in candidate_points(platform, PointGridConfig(include_presets=False))
-                       if not _is_preset(p)],
+                       if p.has_caps],
               "all": candidate_points(platform, PointGridConfig(include_presets=True))}[spec]
     if not points:
         raise PlanError(f"the platform offers no {spec} points; try --points all or a file")

@@ -435,7 +435,6 @@ class StaticController(Controller):
         self.point = point
 
     def start(self, platform, clock, scenario, phase, work) -> None:
-        self.platform = platform
         if self.point is not None:
             platform.apply(self.point)
 

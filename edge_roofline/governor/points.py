@@ -40,11 +40,6 @@ def catalogue_device(platform: Platform) -> DeviceSpec | None:
         return None
 
 
-def _plain_preset(point: OperatingPoint) -> bool:
-    return (point.cpu_online_cores, point.cpu_max_freq_hz, point.gpu_max_freq_hz,
-            point.emc_max_freq_hz) == (None, None, None, None)
-
-
 def candidate_points(platform: Platform, config: PointGridConfig) -> list[OperatingPoint]:
     """Presets reachable now plus the grid inside the current preset; for devices outside the
     catalogue, the platform's own list.
@@ -62,7 +57,7 @@ def candidate_points(platform: Platform, config: PointGridConfig) -> list[Operat
     preset = device.preset(current.nvpmodel_id)
     presets = []
     if config.include_presets:
-        presets = [p for p in reachable if p.nvpmodel_id is not None and _plain_preset(p)
+        presets = [p for p in reachable if p.nvpmodel_id is not None and not p.has_caps
                    and device.preset(p.nvpmodel_id).tpc_pg_mask == preset.tpc_pg_mask]
     seen = {p.name for p in presets}
     grid = caps_grid(device, preset, config.cpu_steps, config.gpu_steps, config.emc_steps, config.core_options)

@@ -16,12 +16,6 @@ class Choice:
     exploring: bool = False
 
 
-def predicted_percentile_s(p: Prediction, jitter_ratio: float) -> float:
-    """Percentile latency: the mean one standard deviation pessimistic, times the measured
-    percentile-to-mean ratio."""
-    return (p.latency_s + p.latency_std_s) * jitter_ratio
-
-
 # Periodic input: a point busy more than this fraction of the input period has no room left for
 # jitter, and one busy longer than the period queues without bound.
 MAX_UTILISATION = 0.95
@@ -67,7 +61,8 @@ def choose(predictions: list[Prediction], current: Prediction, *, limit_s: float
         # the unmeasured points whose predicted mean meets it and that would save much (one jump
         # instead of a walk down the clocks); a miss is caught within a few inferences and the
         # point is not tried again.
-        promising = [p for p in pool if p.point.name not in measured and p not in feasible
+        promising = [p for p in pool if p.point.name not in measured
+                     and not meets_target(p, jitter_ratio, limit_s)
                      and meets_target(p, jitter_ratio, limit_s, optimistic=True)
                      and p.energy_per_inference_j < best.energy_per_inference_j * (1.0 - 2 * hysteresis)]
         if promising and violation_scale is None:

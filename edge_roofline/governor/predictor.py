@@ -241,7 +241,6 @@ class Predictor:
         std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w
         self.energy = BayesLinear(mean, std)
 
-
     def update(self, point: OperatingPoint, latency_s: float, energy_j: float = math.nan, *,
                input_rate_hz: float | None = None, samples: int = 1,
                latency_var_s2: float = 0.0) -> None:

@@ -53,6 +53,12 @@ class OperatingPoint:
     def with_caps(self, **caps) -> "OperatingPoint":
         return replace(self, **caps)
 
+    @property
+    def has_caps(self) -> bool:
+        """Custom caps or a power limit on top of the preset (else: the preset as it is)."""
+        return any(v is not None for v in (self.cpu_online_cores, self.cpu_max_freq_hz, self.gpu_max_freq_hz,
+                                           self.emc_max_freq_hz, self.power_limit_w))
+
 
 @dataclass(frozen=True)
 class RailSample:

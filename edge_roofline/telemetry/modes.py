@@ -23,13 +23,8 @@ def list_modes(platform: Platform) -> list[ModeInfo]:
         presets = get_device(key).presets if key else ()
     except UnknownDeviceError:
         presets = ()
-    reachable = {p.nvpmodel_id for p in platform.operating_points() if _is_preset(p)}
+    reachable = {p.nvpmodel_id for p in platform.operating_points() if not p.has_caps}
     return [ModeInfo(p.mode_id, p.name, p.mode_id in reachable) for p in presets]
-
-
-def _is_preset(point: OperatingPoint) -> bool:
-    return point.nvpmodel_id is not None and not any(
-        (point.cpu_online_cores, point.cpu_max_freq_hz, point.gpu_max_freq_hz, point.emc_max_freq_hz))
 
 
 def set_mode(platform: Platform, mode: str) -> tuple[bool, str]:
