@@ -36,11 +36,14 @@ def list_cores(root: str | Path = "/") -> list[int]:
     return sorted(int(m.group(1)) for p in base.iterdir() if (m := _CORE_RE.match(p.name)))
 
 
+def is_online(root: str | Path, core: int) -> bool:
+    # cpu0 often has no online file: it cannot be taken offline.
+    return read_int(core_dir(root, core) / "online") in (None, 1)
+
+
 def read_core(root: str | Path, core: int) -> CoreStatus:
     path = core_dir(root, core)
-    online_flag = read_int(path / "online")
-    # cpu0 often has no online file: it cannot be taken offline.
-    online = True if online_flag is None else online_flag == 1
+    online = is_online(root, core)
     freq = path / "cpufreq"
     return CoreStatus(
         core=core, online=online,
@@ -60,9 +63,8 @@ def read_online_freqs_hz(root: str | Path, cores: list[int]) -> tuple[float, ...
     """Current clock of each online core: the telemetry path (two reads per core, not six)."""
     freqs = []
     for core in cores:
-        path = core_dir(root, core)
-        if read_int(path / "online") in (None, 1):
-            freq_hz = read_hz(path / "cpufreq/scaling_cur_freq", _KHZ)
+        if is_online(root, core):
+            freq_hz = read_hz(core_dir(root, core) / "cpufreq/scaling_cur_freq", _KHZ)
             if freq_hz:
                 freqs.append(freq_hz)
     return tuple(freqs)

@@ -10,7 +10,7 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
                                           RebootRequiredError, TelemetrySample)
-from edge_roofline.platforms.grid import caps_grid
+from edge_roofline.platforms.grid import caps_grid, preset_envelope
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_int, read_text, under
@@ -59,11 +59,11 @@ def validate_point(device: DeviceSpec, current: Preset, point: OperatingPoint) -
 def resolved_caps(device: DeviceSpec, preset: Preset, point: OperatingPoint) -> OperatingPoint:
     """``point`` with every ``None`` ("the preset's own") replaced by the preset's cap, so going
     back from a custom point to a plain preset really lifts the custom caps."""
-    return point.with_caps(
-        cpu_online_cores=point.cpu_online_cores or preset.cpu_online_cores,
-        cpu_max_freq_hz=point.cpu_max_freq_hz or device.snap_cpu_freq(preset.cpu_max_freq_hz or device.cpu_max_freq_hz),
-        gpu_max_freq_hz=point.gpu_max_freq_hz or device.snap_gpu_freq(preset.gpu_max_freq_hz or device.gpu_max_freq_hz),
-        emc_max_freq_hz=point.emc_max_freq_hz or device.snap_emc_freq(preset.emc_max_freq_hz or device.emc_max_freq_hz))
+    cpu_top, gpu_top, emc_top = preset_envelope(device, preset)
+    return point.with_caps(cpu_online_cores=point.cpu_online_cores or preset.cpu_online_cores,
+                           cpu_max_freq_hz=point.cpu_max_freq_hz or cpu_top,
+                           gpu_max_freq_hz=point.gpu_max_freq_hz or gpu_top,
+                           emc_max_freq_hz=point.emc_max_freq_hz or emc_top)
 
 
 class JetsonPlatform(Platform):
@@ -117,8 +117,9 @@ class JetsonPlatform(Platform):
                 files[f"cpu{core}/max_khz"] = d / "cpufreq/scaling_max_freq"
         if self._gpu:
             files["gpu/max_hz"] = self._gpu.devfreq_dir / "max_freq"
-        if self._emc_cap_file():
-            files["emc/max_hz"] = self._emc_cap_file()
+        emc_file = self._emc_cap_file()
+        if emc_file:
+            files["emc/max_hz"] = emc_file
         return files
 
     def _emc_cap_file(self) -> Path | None:
@@ -165,13 +166,14 @@ class JetsonPlatform(Platform):
             if core and online.exists():
                 self.writer.write(online, "1" if core < caps.cpu_online_cores else "0")
         for core in self._cores:
-            if cpu.read_core(self.root, core).online:
+            if cpu.is_online(self.root, core):
                 self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
                                   str(int(caps.cpu_max_freq_hz / _KHZ)))
         if self._gpu:
             self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))
-        if self._emc_cap_file():
-            self.writer.write(self._emc_cap_file(), str(int(caps.emc_max_freq_hz)))
+        emc_file = self._emc_cap_file()
+        if emc_file:
+            self.writer.write(emc_file, str(int(caps.emc_max_freq_hz)))
         self._point = point
 
     def _power(self):
