@@ -173,13 +173,17 @@ class VirtualBoard:
         """Work ran on the GPU just now (devfreq keeps the clock up for a while)."""
         self.last_gpu_work_s = self._now_s
 
+    def gpu_clocked(self) -> bool:
+        """The GPU clock is up: background work, or devfreq still holding after our own."""
+        return self.background_gpu_load > 0 or self._now_s - self.last_gpu_work_s < self.params.devfreq_hold_s
+
     def background_dram_bps(self) -> float:
         return self.background_gpu_load * _BACKGROUND_DRAM_BPS_PER_UTIL
 
     def _idle_activity(self) -> Activity:
         bg = self.background_gpu_load
         return Activity(gpu_util=bg, gpu_compute_fraction=_BACKGROUND_COMPUTE_FRACTION,
-                        gpu_clocked=bg > 0 or self._now_s - self.last_gpu_work_s < self.params.devfreq_hold_s,
+                        gpu_clocked=self.gpu_clocked(),
                         dram_bps=self.background_dram_bps(), cpu_busy_cores=self.background_cpu_cores)
 
     def advance(self, duration_s: float, activity: Activity | None = None) -> float:
@@ -287,8 +291,7 @@ class VirtualBoard:
         """Bring ``state``'s measurements up to now (sensor readings, clocks, loads, temperatures)."""
         s, c, act = self.state, self.silicon_clocks(), self._last_activity
         s.rails = {rail: self.ina.reading(rail, w) for rail, w in self._window_mean_rails().items()}
-        gpu_busy = self._now_s - self.last_gpu_work_s < self.params.devfreq_hold_s or self.background_gpu_load > 0
-        s.gpu_cur_freq_hz = c.gpu_freq_hz if gpu_busy else s.gpu_min_freq_hz
+        s.gpu_cur_freq_hz = c.gpu_freq_hz if self.gpu_clocked() else s.gpu_min_freq_hz
         s.gpu_load = act.gpu_util
         s.emc_rate_hz = c.emc_freq_hz
         peak_bps = self.device.dram_bandwidth_bps(c.emc_freq_hz)

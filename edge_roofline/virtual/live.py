@@ -84,6 +84,7 @@ class LiveVirtualJetson:
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one writer of the tree at a time
         self._last_wall_s: float | None = None
+        self._last_silicon: dict | None = None  # last silicon.json written
         self.steps = 0
         self.root.mkdir(parents=True, exist_ok=True)
         render_tree(self.root, self.device, self.board.refresh_state())
@@ -119,21 +120,24 @@ class LiveVirtualJetson:
         if last_work is not None and now_wall_s - last_work < self.board.params.devfreq_hold_s:
             self.board.note_gpu_work()
         b = self.board
-        bg = b.background_gpu_load
         return Activity(
-            gpu_util=min(delta.gpu_busy_s / dt_s + bg, 1.0),
+            gpu_util=min(delta.gpu_busy_s / dt_s + b.background_gpu_load, 1.0),
             gpu_compute_fraction=(delta.compute_s / delta.gpu_busy_s) if delta.gpu_busy_s > 0 else 0.5,
-            gpu_clocked=bg > 0 or b.now_s - b.last_gpu_work_s < b.params.devfreq_hold_s,
+            gpu_clocked=b.gpu_clocked(),
             dram_bps=delta.dram_bytes / dt_s + b.background_dram_bps(),
             cpu_busy_cores=delta.host_s / dt_s + b.background_cpu_cores)
 
     def _write_silicon(self) -> None:
+        """The clocks clients time their inferences at; written only when they change (most
+        20 ms steps change nothing here)."""
         c = self.board.silicon_clocks()
-        _write_json(self.root / RUN_DIR / "silicon.json",
-                    {"cpu_freq_hz": c.cpu_freq_hz, "cpu_online_cores": c.cpu_online_cores,
-                     "gpu_freq_hz": c.gpu_freq_hz, "tpc_pg_mask": c.tpc_pg_mask, "emc_freq_hz": c.emc_freq_hz,
-                     "background_gpu_load": self.board.background_gpu_load,
-                     "background_cpu_cores": self.board.background_cpu_cores})
+        silicon = {"cpu_freq_hz": c.cpu_freq_hz, "cpu_online_cores": c.cpu_online_cores,
+                   "gpu_freq_hz": c.gpu_freq_hz, "tpc_pg_mask": c.tpc_pg_mask, "emc_freq_hz": c.emc_freq_hz,
+                   "background_gpu_load": self.board.background_gpu_load,
+                   "background_cpu_cores": self.board.background_cpu_cores}
+        if silicon != self._last_silicon:
+            _write_json(self.root / RUN_DIR / "silicon.json", silicon)
+            self._last_silicon = silicon
 
     def step(self, now_wall_s: float | None = None) -> None:
         with self._lock:

@@ -45,7 +45,6 @@ from dataclasses import asdict, dataclass, fields, replace
 from edge_roofline.roofline.costs import LayerCost, ModelCost
 from edge_roofline.roofline.devices import DeviceSpec
 
-SIMULATION_LABEL = "SIMULATION"
 
 # Ops TensorRT folds into the producing contraction's kernel epilogue.
 _FUSABLE = frozenset({"Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
