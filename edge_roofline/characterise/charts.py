@@ -138,7 +138,7 @@ def time_roofline_chart(summary: ModelSummary, cost, device: DeviceSpec, layer_t
 def energy_roofline_chart(fits: dict[str, tuple[EnergyRooflineFit, list[str]]], summary: ModelSummary,
                           cost, device: DeviceSpec, path: str | Path, *, simulated: bool) -> Path | None:
     """Energy rooflines (fitted across models) at the showcase points that have a fit."""
-    chosen = [r for r in showcase_points(summary, count=len(summary.front)) if r.name in fits][:4]
+    chosen = [r for r in summary.front if r.source == "measured" and r.name in fits][:4]
     if not chosen:
         return None
     points = {r.name: (fits[r.name][0], point_ceilings(device, summary.precision, r.point, r.name))

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+
 from . import charts
 from .predict import accuracy
 from .results import ModelSummary, energy_roofline_fits, operating_point_table, summarise, write_table
@@ -91,20 +93,20 @@ def _load_cost(source: str, precision: str):
         return None
 
 
-def _model_section(store: Store, summary: ModelSummary, fits, chart_dir: Path, simulated: bool) -> str:
-    from edge_roofline.roofline.devices import UnknownDeviceError, get_device
-
+def _model_section(store: Store, sweep, summary: ModelSummary, fits, chart_dir: Path, device,
+                   simulated: bool) -> str:
+    """One model's part of the page; ``device``: the catalogue device swept (None: not catalogued,
+    no roofline charts)."""
     m, prec = summary.model, summary.precision
-    sweep = store.sweep(m, prec)
-    settings = sweep.settings if sweep else {}
+    settings = sweep.settings
     measured = store.results(m, prec, status="ok")
     predicted = store.predictions(m, prec)
     parts = [f"<h2>{html.escape(m)} ({prec})</h2>"]
     parts.append(f"<p>{len(measured)} points measured, {len(summary.failures)} failed, "
                  f"{sum(1 for r in summary.rows if r.source == 'predicted')} predicted; sweep wall time "
-                 f"{_fmt(sweep.sweep_wall_s if sweep else None, 3)} s; settings: "
+                 f"{_fmt(sweep.sweep_wall_s, 3)} s; settings: "
                  f"{html.escape(', '.join(f'{k}={v}' for k, v in sorted(settings.items())))}; point found "
-                 f"at start (restored after): {html.escape(sweep.original_point if sweep else '-')}</p>")
+                 f"at start (restored after): {html.escape(sweep.original_point)}</p>")
     if predicted:
         acc = accuracy(predicted, measured)
         fitted = predicted[0].fitted_on
@@ -127,10 +129,6 @@ def _model_section(store: Store, summary: ModelSummary, fits, chart_dir: Path, s
                           c.choice.source if c.choice else "", c.choice.latency_ms if c.choice else None,
                           1e3 * c.choice.energy_per_inference_j if c.choice else None,
                           c.choice.power_w if c.choice else None] for c in summary.choices]))
-    try:
-        device = get_device(store.meta().get("device", ""))
-    except UnknownDeviceError:
-        device = None
     cost = _load_cost(settings.get("model_source", ""), prec) if device else None
     if cost is not None:
         layer_times = {r.name: r.layer_times_s for r in measured if r.layer_times_s}
@@ -169,14 +167,18 @@ def render(out_dir: str | Path, targets_ms: list[float] | None = None) -> Path:
     chart_dir = out_dir / "charts"
     with Store(out_dir) as store:
         meta = store.meta()
-        simulated = store.simulated
+        simulated = meta.get("simulated") == "1"
+        try:
+            device = get_device(meta.get("device", ""))
+        except UnknownDeviceError:
+            device = None
         sections = []
         fits_by_precision: dict[str, dict] = {}
         for sweep in store.sweeps():
             fits = fits_by_precision.setdefault(sweep.precision, energy_roofline_fits(store, sweep.precision))
             summary = summarise(store, sweep.model, sweep.precision, targets_ms)
             write_table(out_dir, operating_point_table(store, summary))
-            sections.append(_model_section(store, summary, fits, chart_dir, simulated))
+            sections.append(_model_section(store, sweep, summary, fits, chart_dir, device, simulated))
         fit_rows = [[name, precision, len(models), fit.eps_flop_j * 1e12, fit.eps_byte_j * 1e12, fit.pi0_w, fit.r2]
                     for precision, fits in fits_by_precision.items() for name, (fit, models) in fits.items()]
     title = f"edge-roofline characterisation: {meta.get('device', '?')}"

@@ -103,7 +103,8 @@ def _sweep_model(args, source: str, store, settings) -> None:
               f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
         if args.budget is not None:
             measured = store.results(cost.model, args.precision)
-            fitted = [r for r in measured if r.ok and r.name in {p.name for p in todo}]
+            chosen = {p.name for p in todo}
+            fitted = [r for r in measured if r.ok and r.name in chosen]
             predictor = predict.fit_predictor(predict.reference_analysis(cost, device), device, fitted)
             predictions = predict.predict_points(predictor, cost.model, args.precision, points,
                                                  [r.name for r in fitted])
