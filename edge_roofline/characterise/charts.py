@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from edge_roofline.roofline import charts as roof_charts
-from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.roofline.energy import EnergyRooflineFit
 from edge_roofline.roofline.model import analyze_roofline
@@ -105,12 +104,9 @@ def _log_norm(vmin: float, vmax: float):
 
 def point_ceilings(device: DeviceSpec, precision: str, point, label: str):
     """Spec ceilings at the clocks ``point`` lands on."""
-    from edge_roofline.governor.points import effective_clocks
+    from edge_roofline.governor.points import clocks_ceilings, effective_clocks
 
-    c = effective_clocks(device, point)
-    return spec_ceilings(device, precision, gpu_freq_hz=c.gpu_freq_hz, emc_freq_hz=c.emc_freq_hz,
-                         tpc_pg_mask=c.tpc_pg_mask, cpu_freq_hz=c.cpu_freq_hz,
-                         cpu_cores=c.cpu_online_cores, label=label)
+    return clocks_ceilings(device, precision, effective_clocks(device, point), label=label)
 
 
 def showcase_points(summary: ModelSummary, count: int = 4) -> list[Row]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.platforms.grid import caps_grid, preset_envelope
+from edge_roofline.roofline.ceilings import Ceilings, spec_ceilings
 from edge_roofline.roofline.devices import DeviceSpec, UnknownDeviceError, get_device
 
 from .config import PointGridConfig
@@ -80,3 +81,11 @@ def effective_clocks(device: DeviceSpec, point: OperatingPoint) -> EffectiveCloc
         emc_freq_hz=device.snap_emc_freq(emc),
         cpu_online_cores=min(point.cpu_online_cores or preset.cpu_online_cores, preset.cpu_online_cores),
         tpc_pg_mask=preset.tpc_pg_mask)
+
+
+def clocks_ceilings(device: DeviceSpec, precision: str, clocks: EffectiveClocks, *, engine: str = "gpu",
+                    label: str | None = None) -> Ceilings:
+    """Spec ceilings of ``engine`` at the clocks a point lands on."""
+    return spec_ceilings(device, precision, engine=engine, gpu_freq_hz=clocks.gpu_freq_hz,
+                         emc_freq_hz=clocks.emc_freq_hz, tpc_pg_mask=clocks.tpc_pg_mask,
+                         cpu_freq_hz=clocks.cpu_freq_hz, cpu_cores=clocks.cpu_online_cores, label=label)

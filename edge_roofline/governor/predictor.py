@@ -36,11 +36,10 @@ from typing import Iterable
 import numpy as np
 
 from edge_roofline.platforms.base import OperatingPoint
-from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.roofline.model import RooflineAnalysis
 
-from .points import EffectiveClocks, effective_clocks
+from .points import EffectiveClocks, clocks_ceilings, effective_clocks
 
 # DVFS: voltage at the lowest clock as a fraction of the voltage at the top of the table.
 # Jetson rails run roughly 0.6-1.0 V across their DVFS range.
@@ -105,9 +104,7 @@ class RooflineWorkload:
     def _compute(self, clocks: EffectiveClocks) -> PointFeatures:
         d, a = self.device, self.analysis
         ref = a.ceilings
-        here = spec_ceilings(d, ref.precision, engine=ref.engine, gpu_freq_hz=clocks.gpu_freq_hz,
-                             emc_freq_hz=clocks.emc_freq_hz, tpc_pg_mask=clocks.tpc_pg_mask,
-                             cpu_freq_hz=clocks.cpu_freq_hz, cpu_cores=clocks.cpu_online_cores)
+        here = clocks_ceilings(d, ref.precision, clocks, engine=ref.engine)
         # flops / peak and bytes / bandwidth: a layer's time here is its time in the analysis
         # times the ratio of ceilings (spec or measured ones alike).
         compute_scale = ref.peak_flops / here.peak_flops

@@ -91,7 +91,7 @@ class PowerSampler:
         """Take one reading and integrate it; errors are counted, never raised (a missing
         sysfs file must not kill the monitor)."""
         now_s = self.clock.now_s()
-        full = self._last_full is None or now_s - self._last_full_s >= self.full_period_s
+        full = now_s - self._last_full_s >= self.full_period_s  # -inf until the first full sample
         try:
             sample = self.platform.sample() if full else self.platform.sample_power()
         except (PlatformError, OSError, ValueError) as exc:
