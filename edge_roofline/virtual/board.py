@@ -227,9 +227,9 @@ class VirtualBoard:
         return power_w * dt_s
 
     # ---- work ----------------------------------------------------------------------------
-    def timing(self, cost: ModelCost, precision: str) -> InferenceTiming:
-        """How long one inference takes at the clocks in force now (no time passes)."""
-        return inference_timing(cost, self.device, self.params, self.silicon_clocks(), precision,
+    def timing(self, cost: ModelCost, precision: str, clocks: Clocks | None = None) -> InferenceTiming:
+        """How long one inference takes at ``clocks`` (default: those in force now); no time passes."""
+        return inference_timing(cost, self.device, self.params, clocks or self.silicon_clocks(), precision,
                                 self.background_gpu_load, self.background_cpu_cores)
 
     def prepare_inference(self, cost: ModelCost, precision: str = "fp16") -> tuple[InferenceTiming, Activity]:
@@ -239,12 +239,13 @@ class VirtualBoard:
         if precision not in self.device.gpu_flops_per_sm_per_clock:
             raise ValueError(f"the virtual {self.device.name} has no {precision!r} precision; "
                              "use fp32, fp16 or int8")
-        key = (id(cost), precision, self.silicon_clocks(), self.background_gpu_load, self.background_cpu_cores)
+        clocks = self.silicon_clocks()
+        key = (precision, clocks, self.background_gpu_load, self.background_cpu_cores)  # of one cost
         timing = self._timings.get(key) if self._timings_cost is cost else None
         if timing is None:
             if self._timings_cost is not cost:
                 self._timings, self._timings_cost = {}, cost
-            timing = self._timings[key] = self.timing(cost, precision)
+            timing = self._timings[key] = self.timing(cost, precision, clocks)
         timing = jittered(timing, self.params, self.rng)
         lat = timing.latency_s
         activity = Activity(

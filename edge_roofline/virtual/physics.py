@@ -264,8 +264,8 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
     cores busy (the host thread gets what the online cores leave, at most one)."""
     sms = device.gpu_sm_count * device.active_tpcs(clocks.tpc_pg_mask) / device.gpu_tpc_count
     gpu_hz, top_hz = clocks.gpu_freq_hz, device.gpu_max_freq_hz
-    tensor_peak = device.gpu_flops_per_sm_per_clock[precision] * sms * gpu_hz
-    cuda_peak = device.gpu_flops_per_sm_per_clock["fp32"] * sms * gpu_hz * (2 if precision != "fp32" else 1)
+    tensor_peak = device.gpu_peak_flops(precision, gpu_hz, clocks.tpc_pg_mask)
+    cuda_peak = device.gpu_peak_flops("fp32", gpu_hz, clocks.tpc_pg_mask) * (2 if precision != "fp32" else 1)
     dram_bps = device.dram_bandwidth_bps(clocks.emc_freq_hz) * p.dram_efficiency
     l2_bps = 64.0 * sms * gpu_hz * p.l2_efficiency
     overhead_s = p.kernel_overhead_s * ((1 - p.kernel_overhead_gpu_share)
