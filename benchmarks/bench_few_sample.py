@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edge_roofline import zoo  # noqa: E402
+from edge_roofline.models import zoo  # noqa: E402
 from edge_roofline.characterise import predict  # noqa: E402
 from edge_roofline.characterise.plan import choose_few, sweep_points  # noqa: E402
 from edge_roofline.characterise.store import Store  # noqa: E402

@@ -16,10 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edge_roofline.nodes import convert  # noqa: E402
-from edge_roofline.preprocess import image_to_array, preprocess  # noqa: E402
+from edge_roofline.inference.preprocess import image_to_array, preprocess  # noqa: E402
 from edge_roofline.roofline.ceilings import spec_ceilings  # noqa: E402
-from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline  # noqa: E402
-from edge_roofline.synthetic import frame  # noqa: E402
+from edge_roofline.inference.pipeline import Frame, InferenceConfig, InferencePipeline  # noqa: E402
+from edge_roofline.inference.synthetic import frame  # noqa: E402
 
 
 def median_ms(samples):

@@ -1,5 +1,5 @@
 """Cost of one profiled run vs a normal run, and the amortised overhead of sampled profiling
-as the inference pipeline does it (edge_roofline.serving: a profile every 300 frames or 10 s,
+as the inference pipeline does it (edge_roofline.inference.pipeline: a profile every 300 frames or 10 s,
 and only once the previous profile's extra cost is <= 0.5% of the inference time served since).
 
 Profiles are spaced by normal frames, as in service, so the background preparation of the
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edge_roofline.backends.base import create_backend  # noqa: E402
-from edge_roofline.profiling import join_profile  # noqa: E402
+from edge_roofline.inference.profile_join import join_profile  # noqa: E402
 from edge_roofline.roofline.ceilings import spec_ceilings  # noqa: E402
 from edge_roofline.roofline.costs import analyze_model  # noqa: E402
 
@@ -29,7 +29,7 @@ from edge_roofline.roofline.costs import analyze_model  # noqa: E402
 def load(text: str):
     import onnx
 
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     return zoo.build(text.removeprefix("zoo:")) if text.startswith("zoo:") else onnx.load(text)
 
 

@@ -1,7 +1,7 @@
 """ros2 launch edge_roofline edge_roofline.launch.py [params_file:=FILE] [namespace:=NS]
     [target_latency_ms:=MS] [governor_mode:=off|advise|active]
 
-Starts the nodes of edge_roofline.bringup.NODES that the parameter file configures (the same
+Starts the nodes of edge_roofline.suite.spec.NODES that the parameter file configures (the same
 list, rule and arguments `edge-roofline up` uses) with one parameter file (default:
 config/virtual_agx_orin.yaml). When the parameters point a node at a virtual Jetson (platform:
 virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson is started first, as `edge-roofline up`
@@ -16,7 +16,7 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from edge_roofline.bringup import ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params, virtual_devices
+from edge_roofline.suite.spec import ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params, virtual_devices
 
 
 def _nodes(context):

@@ -20,7 +20,7 @@ from foxglove.layouts import (ImageConfig, ImageModeConfig, ImagePanel, Layout, 
                               StateTransitionsPanel, StateTransitionsSeries, TabContainer, TabItem, TableConfig,
                               TablePanel)
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 
 OUT = Path(__file__).resolve().parent.parent / "config" / "foxglove_layout.json"
 

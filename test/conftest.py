@@ -9,7 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from edge_roofline.rosenv import localhost_environment  # noqa: E402
+from edge_roofline.suite.env import localhost_environment  # noqa: E402
 
 localhost_environment()
 

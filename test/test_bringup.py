@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.bringup import ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params, virtual_devices
+from edge_roofline.suite.spec import ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params, virtual_devices
 from edge_roofline.commands.up import EXTRAS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,8 +25,8 @@ def declared_parameters(executable: str) -> set[str]:
 def test_launch_file_starts_the_bringup_node_list():
     tree = ast.parse((REPO / "launch" / "edge_roofline.launch.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                and node.module == "edge_roofline.bringup" for alias in node.names}
-    assert "configured_nodes" in imported, "the launch file must take its node list from edge_roofline.bringup"
+                and node.module == "edge_roofline.suite.spec" for alias in node.names}
+    assert "configured_nodes" in imported, "the launch file must take its node list from edge_roofline.suite.spec"
     assert "argument_overrides" in imported and "ARGUMENTS" in imported, "launch arguments come from bringup too"
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
     default = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).endswith(".yaml"))

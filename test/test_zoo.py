@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 
 SMALL = ("tiny_cnn", "mobilenetv2", "resnet18", "lstm", "transformer")
 SMALL_OPTS = {"transformer": {"seq_len": 32, "layers": 2, "vocab": 1000},

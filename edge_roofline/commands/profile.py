@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_model(text: str):
     import onnx
 
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
 
     return zoo.build(text[4:]) if text.startswith("zoo:") else onnx.load(text)
 
@@ -37,7 +37,7 @@ def _ceilings(args, precision: str):
     from edge_roofline.roofline.devices import get_device
 
     if args.device is None and args.backend == "ort":
-        from edge_roofline.live_ceilings import host_cpu_ceilings
+        from edge_roofline.inference.ceilings import host_cpu_ceilings
         return host_cpu_ceilings()(), None, "host CPU"
     device = get_device(args.device or "agx_orin_64gb")
     preset = max_clock_preset(device)
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from edge_roofline.backends.base import BackendError, create_backend
-    from edge_roofline.profiling import join_profile
+    from edge_roofline.inference.profile_join import join_profile
     from edge_roofline.roofline.costs import CostModelError, analyze_model
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device
     from edge_roofline.roofline.model import to_json_dict

@@ -11,7 +11,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from edge_roofline.recording import RecordingError, read_recording
+    from edge_roofline.ros.recording import RecordingError, read_recording
 
     try:
         summary = read_recording(args.mcap)

@@ -7,15 +7,15 @@ EXTRAS = ("synthetic_camera", "console", "foxglove_bridge")
 
 
 def add_suite_arguments(parser) -> None:
-    """The launch file's arguments (edge_roofline.bringup.ARGUMENTS) as options."""
-    from edge_roofline.bringup import ARGUMENTS
+    """The launch file's arguments (edge_roofline.suite.spec.ARGUMENTS) as options."""
+    from edge_roofline.suite.spec import ARGUMENTS
     for arg, (_, _, kind, help_text) in ARGUMENTS.items():
         parser.add_argument(f"--{arg.replace('_', '-')}", dest=arg, type=kind, default=None,
                             help=f"{help_text}; default: the parameter file's")
 
 
 def suite_overrides(args) -> dict[str, dict]:
-    from edge_roofline.bringup import ARGUMENTS, argument_overrides
+    from edge_roofline.suite.spec import ARGUMENTS, argument_overrides
     return argument_overrides({arg: getattr(args, arg) for arg in ARGUMENTS})
 
 
@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from edge_roofline.bringup import run_suite
+    from edge_roofline.suite.spec import run_suite
     extras = [e for e in args.extras.split(",") if e]
     unknown = [e for e in extras if e not in EXTRAS]
     if unknown:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 from rclpy.node import Node
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry, RooflineReport
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render

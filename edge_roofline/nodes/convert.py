@@ -16,7 +16,7 @@ from edge_roofline.governor.core import Decision, Governor
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
-from edge_roofline.serving import FrameResult
+from edge_roofline.inference.pipeline import FrameResult
 from edge_roofline.telemetry.diagnostics import Status
 from edge_roofline.telemetry.sampler import TelemetryWindow
 

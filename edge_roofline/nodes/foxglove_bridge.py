@@ -9,9 +9,9 @@ import sys
 
 from rclpy.node import Node
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.ros_schema import message_class
+from edge_roofline.ros.schema import message_class
 from edge_roofline.viz.foxglove_sink import FoxgloveSink
 
 PARAMETERS = {
@@ -19,7 +19,7 @@ PARAMETERS = {
     "host": ("127.0.0.1", "address the server binds (loopback by default)"),
     "port": (8765, "WebSocket port (0: any free port)"),
     "mcap_path": ("", "record to this MCAP file (empty: no recording)"),
-    "topics": (list(topics.TYPES), "topics to forward (types from edge_roofline.topics)"),
+    "topics": (list(topics.TYPES), "topics to forward (types from edge_roofline.ros.topics)"),
 }
 
 

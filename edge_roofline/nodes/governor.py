@@ -4,7 +4,7 @@ decision on governor/state; services to enable/disable it and to set the latency
 
 What was found at start is put back on shutdown, Ctrl-C, SIGTERM, an exception, when disabled,
 and on the next start after a crash (the state file). The core is edge_roofline.governor.core;
-edge_roofline.governor_runtime opens the platform and restores.
+edge_roofline.governor.runtime opens the platform and restores.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from builtin_interfaces.msg import Time
 from rclpy.node import Node
 from std_srvs.srv import SetBool
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig
-from edge_roofline.governor_runtime import GovernorRuntime
+from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node

@@ -1,6 +1,6 @@
 """inference: images (or tensors) in, outputs, per-frame InferenceStats and periodic per-layer
 RooflineReports out. The pipeline (queueing, preprocessing, profiling, model switch) lives in
-edge_roofline.serving; this node wires it to topics and parameters."""
+edge_roofline.inference.pipeline; this node wires it to topics and parameters."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.backends.base import BackendError
-from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
+from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.preprocess import PreprocessConfig
+from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
-from edge_roofline.runtime import create_platform_or_degraded
-from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline
+from edge_roofline.platforms import create_platform_or_degraded
+from edge_roofline.inference.pipeline import Frame, InferenceConfig, InferencePipeline
 from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {

@@ -8,11 +8,11 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.runtime import create_platform_or_degraded
+from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.srv import GetPowerMode, SetPowerMode
 from edge_roofline.telemetry import diagnostics, modes
 from edge_roofline.telemetry.sampler import PowerSampler

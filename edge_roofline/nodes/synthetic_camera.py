@@ -9,7 +9,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image
 
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.synthetic import frame
+from edge_roofline.inference.synthetic import frame
 
 PARAMETERS = {
     "rate_hz": (30.0, "frames per second"),

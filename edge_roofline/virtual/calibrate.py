@@ -34,7 +34,7 @@ class Anchor:
 
 @lru_cache(maxsize=None)
 def _cost(model: str, precision: str, batch: int = 1):
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     from edge_roofline.roofline.costs import analyze_model
     return analyze_model(zoo.build(model, batch=batch), precision=precision)
 

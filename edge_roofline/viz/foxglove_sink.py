@@ -8,7 +8,7 @@ from pathlib import Path
 
 import foxglove
 
-from edge_roofline.ros_schema import schema_text
+from edge_roofline.ros.schema import schema_text
 
 
 class FoxgloveSink:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 
 
 @pytest.fixture(scope="session")

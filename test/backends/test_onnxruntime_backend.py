@@ -86,7 +86,7 @@ def test_fused_layers_are_named_after_their_kernels(backend, resnet18_small):
 
 
 def test_a_3d_matmul_add_rewritten_as_reshape_gemm_reshape_is_one_layer(backend):
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     backend.load(zoo.build("lstm", seq_len=10))
     (layer,) = [l for l in backend.describe_layers() if "classifier.add" in l.onnx_nodes]
     assert layer.onnx_nodes == ("classifier.matmul", "classifier.add")
@@ -175,7 +175,7 @@ def test_corrupt_and_missing_model_files_raise_model_load_error(backend, tmp_pat
     with pytest.raises(ModelLoadError, match="cannot read"):
         backend.load(tmp_path / "missing.onnx")
     truncated = tmp_path / "truncated.onnx"
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     truncated.write_bytes(zoo.build("tiny_cnn").SerializeToString()[:5000])
     with pytest.raises(ModelLoadError):
         backend.load(truncated)

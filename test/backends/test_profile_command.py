@@ -34,7 +34,7 @@ def test_profile_reports_a_bad_model_path(tmp_path, capsys):
 def test_profile_virtual_runs_the_board_at_the_ceilings_operating_point(tmp_path, capsys):
     """Times come from the virtual board in the preset the ceilings describe (MAXN), so the
     join is like for like; the output says SIMULATION."""
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     from edge_roofline.roofline.costs import analyze_model
     from edge_roofline.virtual.board import VirtualBoard
 

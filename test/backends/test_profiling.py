@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from edge_roofline.backends.onnxruntime_backend import OnnxRuntimeBackend
-from edge_roofline.profiling import join_profile
+from edge_roofline.inference.profile_join import join_profile
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import analyze_roofline

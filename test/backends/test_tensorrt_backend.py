@@ -16,7 +16,7 @@ import fake_tensorrt_runtime as fake
 from edge_roofline.backends.base import (
     EngineVersionError, ModelLoadError, TensorNameError, create_backend,
 )
-from edge_roofline.profiling import join_profile
+from edge_roofline.inference.profile_join import join_profile
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
 

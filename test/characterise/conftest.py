@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 from edge_roofline.characterise.plan import sweep_points
 from edge_roofline.characterise.store import Store
 from edge_roofline.characterise.sweep import Sweep, SweepSettings, virtual_rig

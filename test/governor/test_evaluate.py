@@ -8,7 +8,7 @@ import numpy as np
 
 import pytest
 
-from edge_roofline.governor.evaluate import (Hindsight, ScenarioError, StaticController, evaluate,
+from edge_roofline.governor.eval.scenario import (Hindsight, ScenarioError, StaticController, evaluate,
                                              load_scenario, maxn_mode_id, scenario_from_dict, simulate,
                                              workload)
 
@@ -52,7 +52,7 @@ def test_shipped_scenarios_load_by_name():
 
 def test_installed_scenarios_are_found_by_name(tmp_path, monkeypatch):
     """An installed package has no config/ beside it: names resolve in the installed share dir."""
-    import edge_roofline.governor.evaluate as evaluate_module
+    import edge_roofline.governor.eval.scenario as evaluate_module
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "mine.yaml").write_text(
         (Path(evaluate_module.__file__).parents[2] / "config" / "scenarios" / "agx_steady.yaml").read_text())

@@ -3,7 +3,7 @@ and the device ends no worse than found."""
 
 import pytest
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor

@@ -6,7 +6,7 @@ import sys
 
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.pointwise import PointwisePredictor
-from edge_roofline.governor_runtime import GovernorRuntime
+from edge_roofline.governor.runtime import GovernorRuntime
 from test.platforms.test_nvml_platform import fake_pynvml
 
 

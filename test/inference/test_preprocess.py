@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from edge_roofline.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
+from edge_roofline.inference.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
 
 RNG = np.random.default_rng(0)
 RGB = RNG.integers(0, 256, size=(6, 5, 3), dtype=np.uint8)

@@ -8,8 +8,8 @@ from onnx import TensorProto, helper
 from edge_roofline.backends.base import ModelLoadError
 from edge_roofline.clock import SimClock
 from edge_roofline.roofline.ceilings import spec_ceilings
-from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline
-from edge_roofline.synthetic import frame as synthetic_frame
+from edge_roofline.inference.pipeline import Frame, InferenceConfig, InferencePipeline
+from edge_roofline.inference.synthetic import frame as synthetic_frame
 
 CEILINGS = spec_ceilings("agx_orin_64gb", "fp32", engine="cpu")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 from edge_roofline.roofline.costs import ModelLoadError, ShapeError, analyze_model
 
 F = TensorProto.FLOAT

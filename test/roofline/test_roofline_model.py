@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 from edge_roofline.cli import main
 from edge_roofline.roofline import ert
 from edge_roofline.roofline.ceilings import (Ceilings, CeilingsCache, CeilingsError, max_clock_preset,

@@ -15,7 +15,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 import edge_roofline.msg as er_msg
-from edge_roofline.ros_schema import message_class
+from edge_roofline.ros.schema import message_class
 
 QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                  reliability=ReliabilityPolicy.RELIABLE)

@@ -8,7 +8,7 @@ import math
 import signal
 import time
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
 from test.ros.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
 from test.ros.virtual_rig import DEVICE, MODEL, TARGET_MS, board, cap_files, energy_per_inference_j, governor_params  # noqa: F401

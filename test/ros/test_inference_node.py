@@ -10,10 +10,12 @@ import onnxruntime as ort
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
 
-from edge_roofline import topics, zoo
+from edge_roofline.models import zoo
+
+from edge_roofline.ros import topics
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes.convert import tensors_from_msg
-from edge_roofline.preprocess import PreprocessConfig, image_to_array, preprocess
+from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
 
 

@@ -6,7 +6,7 @@ import math
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.srv import GetPowerMode, SetPowerMode
 from test.ros.rosutil import log_text, start_node, stop_node, watcher

@@ -4,7 +4,7 @@ respond, and everything says SIMULATION."""
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
 from test.ros.rosutil import log_text, start_node, stop_node, watcher

@@ -15,9 +15,9 @@ import time
 import yaml
 from rclpy.serialization import deserialize_message
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.paths import config_file
-from edge_roofline.ros_schema import message_class
+from edge_roofline.ros.schema import message_class
 from edge_roofline.virtual.live import LiveVirtualJetson
 from test.ros.virtual_rig import cap_files
 

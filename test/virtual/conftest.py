@@ -1,6 +1,6 @@
 import pytest
 
-from edge_roofline import zoo
+from edge_roofline.models import zoo
 from edge_roofline.roofline.costs import analyze_model
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from edge_roofline.platforms.base import OperatingPoint, RebootRequiredError
-from edge_roofline.runtime import create_platform
+from edge_roofline.platforms import create_platform
 from edge_roofline.virtual.live import RUN_DIR, LiveBoardClient, LiveVirtualJetson, set_background_load
 
 
@@ -47,7 +47,7 @@ def test_real_backend_caps_and_nvpmodel_reach_the_board(live):
 
 
 def test_client_work_shows_up_on_the_rails_and_leaves_when_it_stops(live, tmp_path):
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     from edge_roofline.roofline.costs import analyze_model
 
     cost = analyze_model(zoo.build("resnet18"), precision="fp16")

@@ -6,8 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from edge_roofline import topics
-from edge_roofline.ros_schema import message_class
+from edge_roofline.ros import topics
+from edge_roofline.ros.schema import message_class
 
 REPO = Path(__file__).resolve().parents[2]
 LAYOUT = REPO / "config" / "foxglove_layout.json"

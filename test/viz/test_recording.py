@@ -4,10 +4,10 @@
 import pytest
 from rclpy.serialization import serialize_message
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 from edge_roofline.cli import main as cli
 from edge_roofline.msg import InferenceStats, LayerRoofline, OperatingPoint, PowerTelemetry, RooflineReport
-from edge_roofline.recording import RecordingError, read_recording
+from edge_roofline.ros.recording import RecordingError, read_recording
 from edge_roofline.viz.foxglove_sink import FoxgloveSink
 
 

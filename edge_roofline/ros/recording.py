@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_roofline import topics
+from edge_roofline.ros import topics
 
 
 class RecordingError(ValueError):

@@ -15,8 +15,8 @@ from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
-from edge_roofline.runtime import create_platform
-from edge_roofline.serving import load_model_source
+from edge_roofline.platforms import create_platform
+from edge_roofline.inference.pipeline import load_model_source
 
 STATE_FILE = "edge_roofline/governor_state.json"
 

@@ -45,10 +45,10 @@ from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
 
-from .config import ConfigError, GovernorConfig
-from .core import Governor
-from .points import candidate_points
-from .policy import MAX_UTILISATION
+from ..config import ConfigError, GovernorConfig
+from ..core import Governor
+from ..points import candidate_points
+from ..policy import MAX_UTILISATION
 
 SIMULATION = "SIMULATION"
 POLICIES = ("maxn", "default", "best_static", "oracle", "oracle_margin", "governor")
@@ -151,7 +151,7 @@ def _phase(data: Any, where: str) -> Phase:
 
 
 def _check_model(model: str, where: str, base: Path | None) -> str:
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
 
     if model in zoo.BUILDERS:
         return model
@@ -253,7 +253,7 @@ _COSTS: dict[tuple[str, str, int], ModelCost] = {}  # model analysis takes ~1 s:
 
 
 def workload(scenario: Scenario, phase: Phase) -> Workload:
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     from edge_roofline.roofline.costs import analyze_model
 
     model = scenario.phase_model(phase)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_roofline.preprocess import ENCODINGS
+from edge_roofline.inference.preprocess import ENCODINGS
 
 
 def frame(index: int, width: int, height: int, encoding: str = "rgb8") -> np.ndarray:

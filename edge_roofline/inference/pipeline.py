@@ -20,7 +20,7 @@ import numpy as np
 
 from edge_roofline.backends.base import BackendError, InferenceBackend, create_backend
 from edge_roofline.clock import Clock
-from edge_roofline.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
+from edge_roofline.inference.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.costs import CostModelError, ModelCost, analyze_model
 from edge_roofline.roofline.model import RooflineAnalysis
@@ -113,7 +113,7 @@ class FrameResult:
 
 def load_model_source(model: str):
     """``zoo:NAME`` -> an onnx.ModelProto built in memory; anything else is a path."""
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
     if model.startswith(zoo.ZOO_PREFIX):
         return zoo.build(model[len(zoo.ZOO_PREFIX):])
     return model
@@ -180,7 +180,7 @@ class InferencePipeline:
         self.clock = clock or Clock()
         self.ceilings = ceilings
         if join_profile is None:
-            from edge_roofline.profiling import join_profile
+            from edge_roofline.inference.profile_join import join_profile
         self.join_profile = join_profile
         self.backend_factory = backend_factory
         self.loaded = LoadedModel(config, backend_factory)

@@ -109,8 +109,8 @@ def run_suite(config: str, *, extras=(), duration_s: float = 0.0, log_dir: str |
     import time
 
     from edge_roofline.paths import config_file
-    from edge_roofline.rosenv import localhost_environment
-    from edge_roofline.supervisor import Supervisor, env_with_repo, install_stop_flag
+    from edge_roofline.suite.env import localhost_environment
+    from edge_roofline.suite.supervisor import Supervisor, env_with_repo, install_stop_flag
 
     params_path = config_file(config)
     params = load_params(params_path)
