@@ -16,7 +16,7 @@ from edge_roofline.ros import topics
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes.convert import tensors_from_msg
 from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
-from test.ros.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from edge_roofline.ros import topics
 from edge_roofline.paths import config_file
 from edge_roofline.ros.schema import message_class
 from edge_roofline.virtual.live import LiveVirtualJetson
-from test.ros.virtual_rig import cap_files
+from test.nodes.virtual_rig import cap_files
 
 # foxglove-sdk servers speak "foxglove.sdk.v1"; older ones (ROS foxglove_bridge) "foxglove.websocket.v1".
 SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]

@@ -10,8 +10,8 @@ import time
 
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
-from test.ros.rosutil import log_text, start_node, stop_node, watcher
-from test.ros.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)
 
 STALE_S = 1.0
 

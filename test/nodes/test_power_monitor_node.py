@@ -9,7 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.srv import GetPowerMode, SetPowerMode
-from test.ros.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
 
 
 def call(node, spin_until, srv_type, name, request, procs):

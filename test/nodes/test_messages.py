@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import edge_roofline.msg as er_msg
-from test.ros.msg_peer import ARRAY_LEN, compare, fill
+from test.nodes.msg_peer import ARRAY_LEN, compare, fill
 
 PEER = Path(__file__).with_name("msg_peer.py")
 MESSAGES = ["LayerRoofline", "RooflineReport", "PowerRail", "PowerTelemetry", "OperatingPoint",

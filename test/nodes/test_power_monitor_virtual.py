@@ -7,7 +7,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
-from test.ros.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
 
 
 def test_power_monitor_follows_the_virtual_load(ros_env, tmp_path):

@@ -11,8 +11,8 @@ import numpy as np
 
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
-from test.ros.rosutil import log_text, start_node, stop_node, watcher
-from test.ros.virtual_rig import DEVICE, MODEL, TARGET_MS, board, cap_files, energy_per_inference_j, governor_params  # noqa: F401
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.virtual_rig import DEVICE, MODEL, TARGET_MS, board, cap_files, energy_per_inference_j, governor_params  # noqa: F401
 
 def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_path):
     found = cap_files(board)

@@ -55,7 +55,7 @@ def test_installed_scenarios_are_found_by_name(tmp_path, monkeypatch):
     import edge_roofline.governor.eval.scenario as evaluate_module
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "mine.yaml").write_text(
-        (Path(evaluate_module.__file__).parents[2] / "config" / "scenarios" / "agx_steady.yaml").read_text())
+        (Path(evaluate_module.__file__).parents[3] / "config" / "scenarios" / "agx_steady.yaml").read_text())
     monkeypatch.setattr(evaluate_module, "config_dirs", lambda: [tmp_path])
     assert evaluate_module.shipped_scenarios() == ["mine"]
     assert load_scenario("mine").device == "agx_orin_64gb"

@@ -13,7 +13,7 @@ import pytest
 from edge_roofline.suite.spec import ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params, virtual_devices
 from edge_roofline.commands.up import EXTRAS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PARAM_FILES = sorted(p for p in (REPO / "config").glob("*.yaml"))
 CMAKE_EXECUTABLES = set(re.search(r"foreach\(_node ([^)]*)\)", (REPO / "CMakeLists.txt").read_text()).group(1).split())
 
