@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edge_roofline.backends.base import create_backend  # noqa: E402
+from edge_roofline.backends import create_backend  # noqa: E402
 from edge_roofline.inference.profile_join import join_profile  # noqa: E402
 from edge_roofline.roofline.ceilings import spec_ceilings  # noqa: E402
 from edge_roofline.roofline.costs import analyze_model  # noqa: E402

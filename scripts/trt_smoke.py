@@ -17,7 +17,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edge_roofline.models import zoo  # noqa: E402
-from edge_roofline.backends.base import BackendError, create_backend  # noqa: E402
+from edge_roofline.backends import create_backend  # noqa: E402
+from edge_roofline.backends.base import BackendError  # noqa: E402
 
 
 def check(ok: bool, what: str) -> None:

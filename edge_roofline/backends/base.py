@@ -55,6 +55,10 @@ class InputShapeError(BackendError, ValueError):
     """A feed has the wrong rank, a wrong static dimension, or the wrong dtype."""
 
 
+class BackendUnavailableError(BackendError, ValueError):
+    """The backend spec names no backend, or one this install cannot import."""
+
+
 # ---- data -----------------------------------------------------------------------------
 
 Dim = int | str | None  # a static size, or a symbolic / unknown (dynamic) dimension
@@ -211,17 +215,3 @@ def nonfinite_outputs(outputs: Mapping[str, np.ndarray]) -> tuple[str, ...]:
     return tuple(name for name, v in outputs.items()
                  if np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all())
 
-
-def create_backend(kind: str, **opts) -> InferenceBackend:
-    """``"ort"`` | ``"tensorrt"`` | ``"virtual"``; ``opts`` go to the backend's constructor.
-    Imports are lazy so a machine without TensorRT can still create the others."""
-    if kind in ("ort", "onnxruntime"):
-        from edge_roofline.backends.onnxruntime_backend import OnnxRuntimeBackend
-        return OnnxRuntimeBackend(**opts)
-    if kind in ("tensorrt", "trt"):
-        from edge_roofline.backends.tensorrt_backend import TensorRTBackend
-        return TensorRTBackend(**opts)
-    if kind == "virtual":
-        from edge_roofline.backends.virtual_backend import VirtualBackend
-        return VirtualBackend(**opts)
-    raise ValueError(f"unknown backend {kind!r}; use 'ort', 'tensorrt' or 'virtual'")

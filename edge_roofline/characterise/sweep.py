@@ -300,7 +300,7 @@ def virtual_rig(device: str, precision: str, *, mode: str | int | None = None, s
 def device_rig(spec: str, backend_kind: str, precision: str, *, sysfs_root: str = "/") -> Rig:
     """A real device on wall time: ``jetson`` or ``nvml`` through ``runtime.create_platform``
     and the ``tensorrt`` or ``ort`` backend; power sampled on a background thread."""
-    from edge_roofline.backends.base import create_backend
+    from edge_roofline.backends import create_backend
     from edge_roofline.platforms import create_platform
 
     platform = create_platform(spec, sysfs_root=sysfs_root)

@@ -72,7 +72,8 @@ def format_table(analysis) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from edge_roofline.backends.base import BackendError, create_backend
+    from edge_roofline.backends import create_backend
+    from edge_roofline.backends.base import BackendError
     from edge_roofline.inference.profile_join import join_profile
     from edge_roofline.roofline.costs import CostModelError, analyze_model
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device

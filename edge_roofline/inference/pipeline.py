@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from edge_roofline.backends.base import BackendError, InferenceBackend, create_backend
+from edge_roofline.backends import create_backend
+from edge_roofline.backends.base import BackendError, InferenceBackend
 from edge_roofline.clock import Clock
 from edge_roofline.inference.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
 from edge_roofline.roofline.ceilings import Ceilings

@@ -9,61 +9,11 @@ are relabelled as simulation so no output can pass for a real measurement.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
-from edge_roofline.platforms.base import (SIMULATION_SOURCE, DeviceIdentity, OperatingPoint, Platform,
-                                          PlatformError, PlatformInitError, TelemetrySample)
-
-
-class SimulationLabelled(Platform):
-    """A platform reading a virtual Jetson's tree: everything it reports is marked simulated."""
-
-    def __init__(self, inner: Platform, device_key: str, root: str | Path) -> None:
-        self.inner = inner
-        self.device_key = device_key
-        self.root = Path(root)
-        self._board = None
-
-    @property
-    def board(self):
-        """The live board's client, for the virtual backend (times inferences with its physics)."""
-        if self._board is None:
-            from edge_roofline.virtual.live import LiveBoardClient
-            self._board = LiveBoardClient(self.root)
-        return self._board
-
-    def identity(self) -> DeviceIdentity:
-        ident = self.inner.identity()
-        model = ident.model if "virtual" in ident.model.lower() else f"virtual {ident.model}"
-        return replace(ident, kind="virtual", model=model, simulated=True)
-
-    def operating_points(self) -> list[OperatingPoint]:
-        return self.inner.operating_points()
-
-    def current_operating_point(self) -> OperatingPoint:
-        return self.inner.current_operating_point()
-
-    def apply(self, point: OperatingPoint) -> None:
-        self.inner.apply(point)
-
-    @staticmethod
-    def _label(sample: TelemetrySample) -> TelemetrySample:
-        return replace(sample, simulated=True, source=f"{SIMULATION_SOURCE} via {sample.source}")
-
-    def sample(self) -> TelemetrySample:
-        return self._label(self.inner.sample())
-
-    def sample_power(self) -> TelemetrySample:
-        return self._label(self.inner.sample_power())
-
-    def restore(self) -> None:
-        self.inner.restore()
-
-    def close(self) -> None:
-        if self._board is not None:
-            self._board.close()
-        self.inner.close()
+from edge_roofline import load_implementation
+from edge_roofline.platforms.base import Platform, PlatformError, PlatformInitError, PlatformUnavailableError
+from edge_roofline.platforms.simulation import SimulationLabelled
 
 
 def virtual_nvpmodel_cmd(root: str | Path) -> tuple[str, ...]:
@@ -71,12 +21,14 @@ def virtual_nvpmodel_cmd(root: str | Path) -> tuple[str, ...]:
     return (str(Path(root) / "usr" / "bin" / "nvpmodel"),)
 
 
+def _live_board_client(root: Path):
+    from edge_roofline.virtual.live import LiveBoardClient
+    return LiveBoardClient(root)
+
+
 def _import(module: str, name: str):
-    import importlib
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError as exc:  # a backend missing from this install is a platform that can't start
-        raise PlatformInitError(f"{name} is not available in this install ({exc})") from exc
+    # A platform missing from this install is a platform that can't start.
+    return load_implementation(module, name, PlatformUnavailableError)
 
 
 def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nvpmodel") -> Platform:
@@ -100,7 +52,7 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
                 f"(`edge-roofline up` does both)")
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
         inner = jetson(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
-        return SimulationLabelled(inner, arg, sysfs_root)
+        return SimulationLabelled(inner, arg, sysfs_root, _live_board_client)
     if kind == "auto":
         problems = []
         for candidate in ("jetson", "nvml", "cpu"):
@@ -109,7 +61,7 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
             except PlatformError as exc:
                 problems.append(f"{candidate}: {exc}")
         raise PlatformInitError("no platform works here: " + "; ".join(problems))
-    raise PlatformInitError(f"unknown platform {spec!r}; use auto, jetson, nvml, cpu or virtual:DEVICE")
+    raise PlatformUnavailableError(f"unknown platform {spec!r}; use auto, jetson, nvml, cpu or virtual:DEVICE")
 
 
 def create_platform_or_degraded(spec: str, **kwargs) -> tuple[Platform, str]:

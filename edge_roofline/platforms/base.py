@@ -23,6 +23,10 @@ class PlatformInitError(PlatformError):
     """The platform cannot be used on this machine (not a Jetson, no NVML, no sysfs...)."""
 
 
+class PlatformUnavailableError(PlatformInitError):
+    """The platform spec names no platform, or one this install cannot import."""
+
+
 class OperatingPointError(PlatformError):
     """An operating point is invalid for this device (value not in the available table...)."""
 

@@ -9,9 +9,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
+from edge_roofline.backends import create_backend
 from edge_roofline.backends.base import (
     BackendError, InputShapeError, MissingInputError, ModelLoadError, TensorNameError,
-    create_backend,
 )
 from edge_roofline.backends.onnxruntime_backend import (
     OnnxRuntimeBackend, group_kernels, kernel_times_from_trace,

@@ -13,9 +13,8 @@ import onnxruntime as ort
 import pytest
 
 import fake_tensorrt_runtime as fake
-from edge_roofline.backends.base import (
-    EngineVersionError, ModelLoadError, TensorNameError, create_backend,
-)
+from edge_roofline.backends import create_backend
+from edge_roofline.backends.base import EngineVersionError, ModelLoadError, TensorNameError
 from edge_roofline.inference.profile_join import join_profile
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model

@@ -59,7 +59,8 @@ def test_trtexec_profile_parse_and_profiler_accumulation():
 
 
 def test_without_tensorrt_the_backend_says_what_to_install():
-    from edge_roofline.backends.base import BackendError, create_backend
+    from edge_roofline.backends import create_backend
+    from edge_roofline.backends.base import BackendError
     try:
         import tensorrt  # noqa: F401
         pytest.skip("tensorrt is installed here")

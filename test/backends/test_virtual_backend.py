@@ -10,7 +10,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from edge_roofline.backends.base import TensorNameError, create_backend
+from edge_roofline.backends import create_backend
+from edge_roofline.backends.base import TensorNameError
 from edge_roofline.backends.virtual_backend import VirtualBackend
 from edge_roofline.inference.profile_join import node_times_s
 from edge_roofline.roofline.ceilings import spec_ceilings

@@ -4,7 +4,8 @@ node attributed once, totals preserved."""
 import pytest
 
 from edge_roofline.models import zoo
-from edge_roofline.backends.base import LayerInfo, LayerProfile, create_backend
+from edge_roofline.backends import create_backend
+from edge_roofline.backends.base import LayerInfo, LayerProfile
 from edge_roofline.inference.profile_join import join_profile, node_times_s
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
