@@ -22,15 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edge_roofline.backends import create_backend  # noqa: E402
 from edge_roofline.inference.profile_join import join_profile  # noqa: E402
+from edge_roofline.models.source import load_model  # noqa: E402
 from edge_roofline.roofline.ceilings import spec_ceilings  # noqa: E402
 from edge_roofline.roofline.costs import analyze_model  # noqa: E402
-
-
-def load(text: str):
-    import onnx
-
-    from edge_roofline.models import zoo
-    return zoo.build(text.removeprefix("zoo:")) if text.startswith("zoo:") else onnx.load(text)
 
 
 def main() -> int:
@@ -42,7 +36,7 @@ def main() -> int:
     ap.add_argument("--every-s", type=float, default=10.0)
     ap.add_argument("--budget", type=float, default=0.005)
     args = ap.parse_args()
-    model = load(args.model)
+    model = load_model(args.model)
     cost = analyze_model(model)
     ceilings = spec_ceilings("agx_orin_64gb", "fp32")
     run_s, extra_s, prepare_s = [], [], []

@@ -84,11 +84,11 @@ def _img(path: Path | None, alt: str) -> str:
 
 def _load_cost(source: str, precision: str):
     """The model's cost for roofline charts, or None when its source is not available here."""
-    from edge_roofline.commands.profile import _load_model
+    from edge_roofline.models.source import load_model
     from edge_roofline.roofline.costs import analyze_model
 
     try:
-        return analyze_model(_load_model(source), precision=precision)
+        return analyze_model(load_model(source), precision=precision)
     except Exception:  # noqa: BLE001 - a missing or changed model only drops two charts
         return None
 

@@ -24,14 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
 
 
-def _load_model(text: str):
-    import onnx
-
-    from edge_roofline.models import zoo
-
-    return zoo.build(text[4:]) if text.startswith("zoo:") else onnx.load(text)
-
-
 def _ceilings(args, precision: str):
     from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
     from edge_roofline.roofline.devices import get_device
@@ -75,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from edge_roofline.backends import create_backend
     from edge_roofline.backends.base import BackendError
     from edge_roofline.inference.profile_join import join_profile
+    from edge_roofline.models.source import load_model
     from edge_roofline.roofline.costs import CostModelError, analyze_model
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device
     from edge_roofline.roofline.model import to_json_dict
@@ -82,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
     options = {"precision": precision} if args.backend != "ort" else {}
     try:
-        model = _load_model(args.model)
+        model = load_model(args.model)
         cost = analyze_model(model, precision=precision)
         ceilings, device, point = _ceilings(args, precision)
         if args.backend == "virtual":  # the board runs at the operating point of the ceilings

@@ -76,14 +76,14 @@ def _sweep_model(args, source: str, store, settings) -> None:
     from edge_roofline.characterise import predict
     from edge_roofline.characterise.plan import choose_few, sweep_points
     from edge_roofline.characterise.sweep import Sweep
-    from edge_roofline.commands.profile import _load_model
+    from edge_roofline.models.source import load_model
     from edge_roofline.roofline.costs import analyze_model
     from edge_roofline.roofline.devices import get_device
 
     rig = _make_rig(args)
     sim = "SIMULATION: " if rig.simulated else ""
     try:
-        model = _load_model(source)
+        model = load_model(source)
         rig.backend.load(model)
         cost = getattr(rig.backend, "cost", None) or analyze_model(model, precision=args.precision)
         points = sweep_points(rig.platform, args.points)

@@ -11,12 +11,12 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.core import Governor
+from edge_roofline.models.source import load_model_source
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
 from edge_roofline.platforms import create_platform
-from edge_roofline.inference.pipeline import load_model_source
 
 STATE_FILE = "edge_roofline/governor_state.json"
 

@@ -22,6 +22,7 @@ from edge_roofline.backends import create_backend
 from edge_roofline.backends.base import BackendError, InferenceBackend
 from edge_roofline.clock import Clock
 from edge_roofline.inference.preprocess import ImageError, PreprocessConfig, image_to_array, preprocess
+from edge_roofline.models.source import load_model_source
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.costs import CostModelError, ModelCost, analyze_model
 from edge_roofline.roofline.model import RooflineAnalysis
@@ -110,14 +111,6 @@ class FrameResult:
     simulated: bool
     error: str = ""
     report: RooflineAnalysis | None = None
-
-
-def load_model_source(model: str):
-    """``zoo:NAME`` -> an onnx.ModelProto built in memory; anything else is a path."""
-    from edge_roofline.models import zoo
-    if model.startswith(zoo.ZOO_PREFIX):
-        return zoo.build(model[len(zoo.ZOO_PREFIX):])
-    return model
 
 
 class LoadedModel:
