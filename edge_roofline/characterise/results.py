@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edge_roofline.governor.prior_table import TABLE_FORMAT
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.energy import EnergyFitError, EnergyRooflineFit, EnergySample, fit_energy_roofline
 
 from .pareto import TargetChoice, default_targets_ms, energy_optimal, pareto_front
-from .store import PointResult, Store, point_from_dict, point_to_dict
+from .store import PointResult, Store, point_to_dict
 
-TABLE_FORMAT = "edge_roofline.operating_points/1"
 TABLE_NAME = "operating_points_{model}_{precision}.json"
 
 
@@ -128,43 +128,3 @@ def write_table(out_dir: str | Path, table: dict[str, Any]) -> Path:
     path = Path(out_dir) / TABLE_NAME.format(model=table["model"], precision=table["precision"])
     path.write_text(json.dumps(table, indent=2))
     return path
-
-
-@dataclass(frozen=True)
-class OperatingPointTable:
-    device: str
-    model: str
-    precision: str
-    simulated: bool
-    points: list[dict[str, Any]]
-
-    def observations(self):
-        """Measured rows as ``governor.predictor.Observation`` (back to back), ready for
-        ``Predictor(RooflineWorkload(analysis, device)).fit(table.observations())``."""
-        from edge_roofline.governor.predictor import Observation
-
-        out = []
-        for p in self.points:
-            if p["source"] != "measured":
-                continue
-            point = point_from_dict({k: p[k] for k in OperatingPoint.__dataclass_fields__ if k in p})
-            out.append(Observation(point, p["latency_ms"] / 1e3, p["energy_per_inference_j"],
-                                   None, max(int(p.get("runs", 1)), 1),
-                                   (p.get("latency_std_ms", 0.0) / 1e3) ** 2))
-        return out
-
-
-def load_table(path: str | Path) -> OperatingPointTable:
-    """Read a table written by ``write_table`` (JSON; YAML accepted too)."""
-    path = Path(path)
-    text = path.read_text()
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    if not isinstance(data, dict) or data.get("format") != TABLE_FORMAT:
-        raise ValueError(f"{path}: not an operating-point table (expected format {TABLE_FORMAT!r}); "
-                         "write one with `edge-roofline sweep` or `edge-roofline report`")
-    return OperatingPointTable(data["device"], data["model"], data["precision"], bool(data["simulated"]),
-                               list(data["points"]))

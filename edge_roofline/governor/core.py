@@ -85,7 +85,7 @@ class Governor:
         """Fit the predictor to a sweep's operating-point table (docs/characterise.md): the
         points it measured start known instead of from the roofline prior. The table must be of
         this model on this device, and a simulated one cannot stand in for a real board."""
-        from edge_roofline.characterise.results import load_table
+        from .prior_table import load_table
 
         if self.device is None or self.predictor is None:
             raise ConfigError("prior_table needs a catalogued device and the model's roofline analysis")

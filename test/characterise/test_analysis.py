@@ -8,8 +8,9 @@ import pytest
 from edge_roofline.characterise import predict
 from edge_roofline.characterise.pareto import default_targets_ms, energy_optimal, pareto_front
 from edge_roofline.characterise.plan import PlanError, choose_few
-from edge_roofline.characterise.results import load_table, operating_point_table, summarise, write_table
+from edge_roofline.characterise.results import operating_point_table, summarise, write_table
 from edge_roofline.governor.predictor import Predictor, RooflineWorkload
+from edge_roofline.governor.prior_table import load_table
 
 
 def test_pareto_front_on_constructed_points():

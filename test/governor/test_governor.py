@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from edge_roofline.characterise.results import TABLE_FORMAT
 from edge_roofline.characterise.store import point_to_dict
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.prior_table import TABLE_FORMAT
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import LayerCost, ModelCost
 from edge_roofline.roofline.model import analyze_roofline

@@ -1,0 +1,54 @@
+"""The operating-point table a sweep writes (``edge-roofline sweep`` / ``report``;
+docs/characterise.md) read back as the governor's prior. It lives here, below characterise/,
+because the governor reads it and characterise/ writes it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edge_roofline.platforms.base import OperatingPoint
+
+from .predictor import Observation
+
+TABLE_FORMAT = "edge_roofline.operating_points/1"
+
+
+@dataclass(frozen=True)
+class OperatingPointTable:
+    device: str
+    model: str
+    precision: str
+    simulated: bool
+    points: list[dict[str, Any]]
+
+    def observations(self):
+        """Measured rows as ``Observation`` (back to back), ready for
+        ``Predictor(RooflineWorkload(analysis, device)).fit(table.observations())``."""
+        out = []
+        for p in self.points:
+            if p["source"] != "measured":
+                continue
+            point = OperatingPoint(**{k: p[k] for k in OperatingPoint.__dataclass_fields__ if k in p})
+            out.append(Observation(point, p["latency_ms"] / 1e3, p["energy_per_inference_j"],
+                                   None, max(int(p.get("runs", 1)), 1),
+                                   (p.get("latency_std_ms", 0.0) / 1e3) ** 2))
+        return out
+
+
+def load_table(path: str | Path) -> OperatingPointTable:
+    """Read a table written by ``characterise.results.write_table`` (JSON; YAML accepted too)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict) or data.get("format") != TABLE_FORMAT:
+        raise ValueError(f"{path}: not an operating-point table (expected format {TABLE_FORMAT!r}); "
+                         "write one with `edge-roofline sweep` or `edge-roofline report`")
+    return OperatingPointTable(data["device"], data["model"], data["precision"], bool(data["simulated"]),
+                               list(data["points"]))
