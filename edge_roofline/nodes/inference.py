@@ -15,11 +15,10 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
 from edge_roofline.backends.base import BackendError
-from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
+from edge_roofline.inference.config import inference_config, report_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.inference.pipeline import Frame, InferenceConfig, InferencePipeline
@@ -64,7 +63,7 @@ class InferenceNode(Node):
             if problem:
                 self.get_logger().error(problem)
         self.device_name = p["device"] or "host CPU"
-        self.pipeline = InferencePipeline(self._config(p), self._ceilings(p))
+        self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform))
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
         self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
@@ -84,27 +83,6 @@ class InferenceNode(Node):
 
     def _params(self) -> dict:
         return {name: self.get_parameter(name).value for name in PARAMETERS}
-
-    def _config(self, p: dict) -> InferenceConfig:
-        pre = None
-        if p["width"] and p["height"]:
-            pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
-                                   resize=p["resize"], mean=tuple(p["mean"]), std=tuple(p["std"]),
-                                   scale=p["scale"], layout=p["layout"])
-        options = {"platform": self.platform} if p["backend"] == "virtual" else {}
-        config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
-                                 input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
-                                 profile_every_frames=p["profile_every_frames"],
-                                 profile_every_s=p["profile_every_s"],
-                                 profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
-        config.validate()
-        return config
-
-    def _ceilings(self, p: dict):
-        precision = p["precision"] if p["precision"] != "mixed" else "fp16"
-        if p["device"]:
-            return device_ceilings(p["device"], precision, p["engine"], self.platform)
-        return host_cpu_ceilings()
 
     # ---- input callbacks: enqueue only ------------------------------------------------
     def _now_s(self) -> float:
@@ -133,7 +111,7 @@ class InferenceNode(Node):
                                        reason=f"{sorted(fixed)} apply at start only; switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
         try:
-            config = self._config(p)
+            config = inference_config(p, self.platform)
         except ValueError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         self._background.submit(self._switch, config, p)
@@ -141,7 +119,7 @@ class InferenceNode(Node):
 
     def _switch(self, config: InferenceConfig, p: dict) -> None:
         try:
-            self.pipeline.ceilings = self._ceilings(p)
+            self.pipeline.ceilings = report_ceilings(p, self.platform)
             self.pipeline.switch(config)
             self.get_logger().info(f"switched to {config.model} on {config.backend}")
         except Exception as exc:  # the old model keeps serving; say why the new one didn't load

@@ -1,0 +1,38 @@
+"""The inference node's flat parameters as the pipeline's config and the roofs its reports are
+drawn against. ROS-free (tested without rclpy), as governor/runtime.py is for the governor node."""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
+from edge_roofline.inference.pipeline import InferenceConfig
+from edge_roofline.inference.preprocess import PreprocessConfig
+from edge_roofline.platforms.base import Platform
+from edge_roofline.roofline.ceilings import Ceilings
+
+
+def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
+    """The validated InferenceConfig; preprocessing from the parameters when width and height
+    are set (else from the model's input), and the platform for the virtual backend."""
+    pre = None
+    if p["width"] and p["height"]:
+        pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
+                               resize=p["resize"], mean=tuple(p["mean"]), std=tuple(p["std"]),
+                               scale=p["scale"], layout=p["layout"])
+    options = {"platform": platform} if p["backend"] == "virtual" else {}
+    config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
+                             input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
+                             profile_every_frames=p["profile_every_frames"],
+                             profile_every_s=p["profile_every_s"],
+                             profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
+    config.validate()
+    return config
+
+
+def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceilings]:
+    """The catalogued device's roofs at the clocks in force, or this machine's CPU, measured."""
+    precision = p["precision"] if p["precision"] != "mixed" else "fp16"
+    if p["device"]:
+        return device_ceilings(p["device"], precision, p["engine"], platform)
+    return host_cpu_ceilings()

@@ -1,0 +1,34 @@
+"""inference/config.py: the inference node's parameters (its own defaults) as the pipeline's
+config and roofs, without rclpy running."""
+
+import pytest
+
+from edge_roofline.inference.config import inference_config, report_ceilings
+from edge_roofline.nodes.inference import PARAMETERS
+from edge_roofline.roofline.ceilings import spec_ceilings
+
+DEFAULTS = {name: default for name, (default, _) in PARAMETERS.items()}
+
+
+def test_defaults_take_the_preprocessing_from_the_model():
+    config = inference_config(DEFAULTS, None)
+    assert config.model == "zoo:tiny_cnn" and config.backend == "ort" and config.preprocess is None
+    assert config.backend_options == {}
+
+
+def test_width_and_height_set_the_preprocessing_and_virtual_gets_the_platform():
+    platform = object()
+    p = DEFAULTS | {"width": 64, "height": 48, "layout": "nhwc", "backend": "virtual"}
+    config = inference_config(p, platform)
+    assert (config.preprocess.width, config.preprocess.height, config.preprocess.layout) == (64, 48, "nhwc")
+    assert config.backend_options == {"platform": platform}
+
+
+def test_bad_parameters_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="queue_depth must be >= 1"):
+        inference_config(DEFAULTS | {"queue_depth": 0}, None)
+
+
+def test_a_catalogued_device_gets_its_spec_roofs_mixed_as_fp16():
+    roofs = report_ceilings(DEFAULTS | {"device": "agx_orin_64gb", "precision": "mixed"}, None)()
+    assert roofs == spec_ceilings("agx_orin_64gb", "fp16", engine="gpu")
