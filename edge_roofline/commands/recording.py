@@ -23,8 +23,8 @@ def run(args) -> int:
         if summary.last_report is None:
             print("no RooflineReport in the recording: no roofline chart")
             return 1
-        from edge_roofline.nodes.convert import roofline_analysis_from_msg
         from edge_roofline.roofline.charts import roofline_chart
+        from edge_roofline.ros.analysis import roofline_analysis_from_msg
         print(f"roofline chart: {roofline_chart(roofline_analysis_from_msg(summary.last_report), args.plot)}")
     if args.power_plot:
         from edge_roofline.viz.timeline import power_chart

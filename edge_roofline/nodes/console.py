@@ -12,6 +12,7 @@ from rclpy.node import Node
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry, RooflineReport
 from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render
 
 PARAMETERS = {
@@ -37,7 +38,7 @@ class Console(Node):
 
     def on_stats(self, msg: InferenceStats) -> None:
         self.latencies_ms.append(msg.latency_ms)
-        self.stamps_s.append(self.get_clock().now().nanoseconds * 1e-9)
+        self.stamps_s.append(stamp_s(self.get_clock().now()))
         self.snap.model, self.snap.backend = msg.model_id, msg.backend
         self.snap.simulated = self.snap.simulated or msg.simulated
         self.snap.frames_dropped, self.snap.errors = msg.frames_dropped, msg.errors + msg.frames_rejected

@@ -12,10 +12,11 @@ from std_msgs.msg import Header
 from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport, Tensor,
                                TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
-from edge_roofline.governor.core import Decision, Governor
+from edge_roofline.governor.config import GovernorConfig
+from edge_roofline.governor.core import Decision
 from edge_roofline.platforms.base import OperatingPoint
-from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
+from edge_roofline.ros.analysis import BOUND_TO_MSG
 from edge_roofline.inference.pipeline import FrameResult
 from edge_roofline.telemetry.diagnostics import Status
 from edge_roofline.telemetry.sampler import TelemetryWindow
@@ -105,29 +106,25 @@ def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
 
 # ---- governor -----------------------------------------------------------------------
 
-def governor_state_msg(decision: Decision, governor: Governor, stamp, last_change_stamp,
+def governor_state_msg(decision: Decision, config: GovernorConfig, *, mode: str, current: OperatingPoint,
+                       safe_point: OperatingPoint, switches: int, stamp, last_change_stamp,
                        simulated: bool) -> GovernorState:
-    config = governor.config
     msg = GovernorState(
-        simulated=simulated, mode=governor.mode, state=decision.state, target_latency_ms=config.target_latency_ms,
+        simulated=simulated, mode=mode, state=decision.state, target_latency_ms=config.target_latency_ms,
         target_percentile=config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,
         predicted_latency_std_ms=decision.predicted_latency_std_s * 1e3, window_samples=decision.window_samples,
         measured_energy_per_inference_j=decision.measured_energy_per_inference_j,
         predicted_energy_per_inference_j=decision.predicted_energy_j, violation_rate=decision.violation_rate,
-        current_point=operating_point_msg(governor.current), chosen_point=operating_point_msg(decision.point),
-        safe_point=operating_point_msg(governor.safe_point), fallback_active=decision.fallback_active,
-        reason=decision.reason, switches=governor.switches, header=_header(stamp))
+        current_point=operating_point_msg(current), chosen_point=operating_point_msg(decision.point),
+        safe_point=operating_point_msg(safe_point), fallback_active=decision.fallback_active,
+        reason=decision.reason, switches=switches, header=_header(stamp))
     msg.last_change_stamp = last_change_stamp
     return msg
 
 
 # ---- inference ----------------------------------------------------------------------
-
-_BOUND = {"compute": LayerRoofline.BOUND_COMPUTE, "memory": LayerRoofline.BOUND_MEMORY,
-          "overhead": LayerRoofline.BOUND_LATENCY}
-
 
 def _nan(value) -> float:
     return NAN if value is None else float(value)
@@ -143,7 +140,7 @@ def layer_roofline_msg(layer: LayerBound, precision: str) -> LayerRoofline:
         measured_time_s=_nan(layer.measured_time_s), achieved_flop_per_s=_nan(layer.achieved_flops),
         achieved_bytes_per_s=_nan(layer.achieved_bandwidth_bps),
         attainable_flop_per_s=float(layer.attainable_flops), attainable_time_s=float(layer.attainable_time_s),
-        bound=_BOUND[layer.bound], efficiency=_nan(layer.efficiency))
+        bound=BOUND_TO_MSG[layer.bound], efficiency=_nan(layer.efficiency))
 
 
 def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, backend: str, device: str,
@@ -196,29 +193,3 @@ def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
             raise ValueError(f"tensor {t.name!r}: {array.size} {t.dtype} values for shape {list(t.shape)}")
         out[t.name] = array.reshape(tuple(t.shape)).astype(dtype.newbyteorder("="))
     return out
-
-
-def roofline_analysis_from_msg(msg) -> RooflineAnalysis:
-    """A RooflineReport (live, or decoded from a recording) back into the core's analysis, so
-    the CLI can chart recordings with the same code as live analyses."""
-    def opt(value):
-        return None if value is None or math.isnan(value) else float(value)
-
-    bound_back = {v: k for k, v in _BOUND.items()}
-    ceilings = Ceilings(engine=msg.ceilings_engine, precision=msg.layers[0].precision if msg.layers else "fp32",
-                        peak_flops=msg.peak_flop_per_s, dram_bandwidth_bps=msg.dram_bandwidth_bytes_per_s,
-                        l2_bandwidth_bps=opt(msg.l2_bandwidth_bytes_per_s), l1_bandwidth_bps=None,
-                        layer_overhead_s=msg.layer_overhead_s, source=msg.ceilings_source,
-                        label=f"{msg.device} {msg.operating_point.name}".strip())
-    layers = tuple(LayerBound(
-        name=l.name, op_type=l.op_type, flops=l.flops, bytes=l.bytes_total,
-        arithmetic_intensity=l.arithmetic_intensity_flop_per_byte, attainable_flops=l.attainable_flop_per_s,
-        attainable_time_s=l.attainable_time_s, compute_time_s=l.flops / msg.peak_flop_per_s if msg.peak_flop_per_s else 0.0,
-        memory_time_s=l.bytes_total / msg.dram_bandwidth_bytes_per_s if msg.dram_bandwidth_bytes_per_s else 0.0,
-        overhead_time_s=msg.layer_overhead_s, bound=bound_back.get(l.bound, l.bound),
-        measured_time_s=opt(l.measured_time_s), achieved_flops=opt(l.achieved_flop_per_s),
-        achieved_bandwidth_bps=opt(l.achieved_bytes_per_s), efficiency=opt(l.efficiency)) for l in msg.layers)
-    return RooflineAnalysis(model=msg.model_id, ceilings=ceilings, layers=layers, total_flops=msg.total_flops,
-                            total_bytes=msg.total_bytes, attainable_time_s=msg.total_attainable_time_s,
-                            measured_time_s=opt(msg.total_measured_time_s), unknown_ops=tuple(msg.unknown_ops),
-                            precision=ceilings.precision)

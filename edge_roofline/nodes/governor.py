@@ -24,6 +24,7 @@ from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.platforms.base import PlatformError
 from edge_roofline.roofline.costs import CostModelError
+from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.srv import SetTarget
 
 PARAMETERS = {
@@ -62,7 +63,7 @@ class _NodeClock(Clock):
         self.node = node
 
     def now_s(self) -> float:
-        return self.node.get_clock().now().nanoseconds * 1e-9
+        return stamp_s(self.node.get_clock().now())
 
 
 class GovernorNode(Node):
@@ -96,8 +97,8 @@ class GovernorNode(Node):
             self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
 
     def on_power(self, msg: PowerTelemetry) -> None:
-        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg))
+        self.runtime.governor.observe_power(msg.average_power_w, stamp_s(msg.header.stamp),
+                                            convert.temperatures_from_msg(msg))
 
     def on_step(self) -> None:
         decision = self.runtime.governor.step(self.clock.now_s())
@@ -107,8 +108,10 @@ class GovernorNode(Node):
         if decision.reason != self.last_reason:
             self.last_reason = decision.reason
             self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
-        self.state_pub.publish(convert.governor_state_msg(decision, self.runtime.governor, stamp,
-                                                          self.last_change, self.runtime.simulated))
+        gov = self.runtime.governor
+        self.state_pub.publish(convert.governor_state_msg(
+            decision, gov.config, mode=gov.mode, current=gov.current, safe_point=gov.safe_point,
+            switches=gov.switches, stamp=stamp, last_change_stamp=self.last_change, simulated=self.runtime.simulated))
 
     def on_enable(self, request, response):
         response.message = self.runtime.set_enabled(request.data)

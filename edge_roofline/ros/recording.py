@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_roofline.ros import topics
+from edge_roofline.ros.stamps import stamp_s
 
 
 class RecordingError(ValueError):
@@ -55,7 +56,7 @@ def read_recording(path: str | Path) -> RecordingSummary:
     try:
         with open(path, "rb") as f:
             for _, channel, message, decoded in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
-                t_s = message.log_time * 1e-9
+                t_s = stamp_s(message.log_time)
                 if _suffix_match(channel.topic, topics.INFERENCE_STATS):
                     stats.append((t_s, decoded))
                 elif _suffix_match(channel.topic, topics.POWER_TELEMETRY):
