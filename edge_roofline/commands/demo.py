@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from edge_roofline.suite.spec import run_suite
+    from edge_roofline.suite.run import run_suite
     from edge_roofline.commands.up import suite_overrides
     extras = ["synthetic_camera", "console"] + ([] if args.no_foxglove else ["foxglove_bridge"])
     if args.host_cpu:

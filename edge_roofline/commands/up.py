@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from edge_roofline.suite.spec import run_suite
+    from edge_roofline.suite.run import run_suite
     extras = [e for e in args.extras.split(",") if e]
     unknown = [e for e in extras if e not in EXTRAS]
     if unknown:
