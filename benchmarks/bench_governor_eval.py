@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from edge_roofline.governor.eval.scenario import (evaluate, format_evaluation, format_summary,  # noqa: E402
-                                             load_scenario, shipped_scenarios)
+from edge_roofline.governor.eval import (evaluate, format_evaluation, format_summary,  # noqa: E402
+                                         load_scenario, shipped_scenarios)
 
 
 def _evaluate(job: tuple[str, int]):

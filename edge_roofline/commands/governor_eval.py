@@ -16,7 +16,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import json
 
-    from edge_roofline.governor.eval.scenario import ScenarioError, evaluate, format_evaluation, load_scenario
+    from edge_roofline.governor.eval import ScenarioError, evaluate, format_evaluation, load_scenario
 
     try:
         scenario = load_scenario(args.scenario)

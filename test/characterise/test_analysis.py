@@ -91,7 +91,8 @@ def test_operating_point_table_round_trip_feeds_the_predictor(full_sweep, tmp_pa
 def test_table_as_the_governors_prior_saves_its_exploration(full_sweep, tmp_path):
     """The sweep's table given to the governor (prior_table) on the same virtual board: it goes
     to a good point at once instead of exploring (SIMULATION, closed loop)."""
-    from edge_roofline.governor.eval.scenario import evaluate, scenario_from_dict
+    from edge_roofline.governor.eval import evaluate
+    from edge_roofline.governor.eval.scenario import scenario_from_dict
     _, store, _, _ = full_sweep
     path = write_table(tmp_path, operating_point_table(store, summarise(store, "resnet18", "fp16")))
     data = {"device": "agx_orin_64gb", "model": "resnet18", "precision": "fp16", "seed": 1,

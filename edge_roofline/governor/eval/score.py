@@ -1,0 +1,130 @@
+"""A run scored as the governor is judged: true energy per inference (idle between inferences
+included), the violation rate outside the settling time after a phase change, p95 latency,
+and issue #6's acceptance criteria."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .scenario import Scenario
+from .simulate import InferenceRecord, Trace
+
+SIMULATION = "SIMULATION"
+SETTLE_EXCLUDE_S = 2.0  # violations within this long after a phase change are not counted
+MAX_VIOLATION_RATE = 0.01  # issue #6: at most 1 % of inferences over the target
+
+
+@dataclass(frozen=True)
+class PhaseScore:
+    energy_per_inference_j: float
+    violation_rate: float
+    p95_latency_ms: float
+    inferences: int
+    point: str  # the point in force at the end of the phase
+
+    def to_dict(self) -> dict:
+        return {"energy_per_inference_j": self.energy_per_inference_j, "violation_rate": self.violation_rate,
+                "p95_latency_ms": self.p95_latency_ms, "inferences": self.inferences, "point": self.point}
+
+
+@dataclass(frozen=True)
+class PolicyScore:
+    policy: str
+    energy_per_inference_j: float
+    violation_rate: float
+    p95_latency_ms: float
+    switches: int
+    phases: tuple[PhaseScore, ...]
+    trace: Trace = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"energy_per_inference_j": self.energy_per_inference_j, "violation_rate": self.violation_rate,
+                "p95_latency_ms": self.p95_latency_ms, "switches": self.switches,
+                "phases": [p.to_dict() for p in self.phases]}
+
+
+def _violations(records: list[InferenceRecord], scenario: Scenario, starts: list[float]) -> tuple[int, int]:
+    """(over target, counted): inferences that arrived within SETTLE_EXCLUDE_S of a phase change
+    (the start included) are not counted."""
+    over = counted = 0
+    for r in records:
+        if r.arrival_s < starts[r.phase] + SETTLE_EXCLUDE_S:
+            continue
+        counted += 1
+        over += r.latency_s > scenario.phases[r.phase].target_latency_s
+    return over, counted
+
+
+def _p95_ms(records: list[InferenceRecord]) -> float:
+    return float(np.percentile([r.latency_s for r in records], 95)) * 1e3 if records else math.nan
+
+
+def _point_at(trace: Trace, t_s: float) -> str:
+    name = trace.points[0][1] if trace.points else ""
+    for t, n in trace.points:
+        if t <= t_s:
+            name = n
+    return name
+
+
+def score(policy: str, scenario: Scenario, trace: Trace) -> PolicyScore:
+    starts = trace.phase_start_s
+    phases = []
+    for i, phase in enumerate(scenario.phases):
+        recs = [r for r in trace.inferences if r.phase == i]
+        over, counted = _violations(recs, scenario, starts)
+        phases.append(PhaseScore(trace.phase_energy_j[i] / max(len(recs), 1), over / max(counted, 1),
+                                 _p95_ms(recs), len(recs), _point_at(trace, starts[i] + phase.duration_s - 1e-6)))
+    over, counted = _violations(trace.inferences, scenario, starts)
+    total_j = sum(trace.phase_energy_j)
+    return PolicyScore(policy, total_j / max(len(trace.inferences), 1), over / max(counted, 1),
+                       _p95_ms(trace.inferences), trace.switches, tuple(phases), trace)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    scenario: Scenario
+    scores: dict[str, PolicyScore]
+    oracle_points: tuple[str, ...]
+    best_static_point: str
+    maxn_slack: tuple[float, ...]  # per phase: MAXN's percentile latency / target
+
+    def ratio(self, policy: str, reference: str) -> float:
+        return self.scores[policy].energy_per_inference_j / self.scores[reference].energy_per_inference_j
+
+    @property
+    def has_slack(self) -> bool:
+        """The target leaves room below MAXN in every phase (MAXN's percentile at most half
+        the target): where issue #6 asks for >= 15% less energy than MAXN."""
+        return all(s <= 0.5 for s in self.maxn_slack)
+
+    def criteria(self) -> dict[str, dict]:
+        """Issue #6's acceptance checks for the governor on this scenario."""
+        out = {
+            "energy_vs_oracle": {"value": self.ratio("governor", "oracle"), "limit": 1.05,
+                                 "passed": bool(self.ratio("governor", "oracle") <= 1.05)},
+            "violation_rate": {"value": self.scores["governor"].violation_rate, "limit": MAX_VIOLATION_RATE,
+                               "passed": bool(self.scores["governor"].violation_rate <= MAX_VIOLATION_RATE)},
+        }
+        saving = 1.0 - self.ratio("governor", "maxn")
+        out["saving_vs_maxn"] = {"value": saving, "limit": 0.15, "applies": self.has_slack,
+                                 "passed": bool(saving >= 0.15 or not self.has_slack)}
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return all(c["passed"] for c in self.criteria().values())
+
+    def to_dict(self) -> dict:
+        s = self.scenario
+        return {
+            "label": SIMULATION, "scenario": s.name, "device": s.device, "model": s.model,
+            "precision": s.precision, "seed": s.seed, "physics_perturbation": s.physics_perturbation,
+            "duration_s": s.duration_s, "oracle_points": list(self.oracle_points),
+            "best_static_point": self.best_static_point, "maxn_percentile_over_target": list(self.maxn_slack),
+            "policies": {name: sc.to_dict() for name, sc in self.scores.items()},
+            "criteria": self.criteria(), "passed": self.passed,
+        }
