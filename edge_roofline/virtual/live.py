@@ -32,7 +32,8 @@ from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
 from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing, jittered
-from edge_roofline.virtual.sysfs_tree import Controls, read_controls, render_tree, update_tree
+from edge_roofline.virtual.sysfs_read import Controls, read_controls
+from edge_roofline.virtual.sysfs_tree import render_tree, update_tree
 
 log = logging.getLogger(__name__)
 RUN_DIR = "run/edge_roofline_virtual"

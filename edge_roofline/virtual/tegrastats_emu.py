@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     deltas, power averages since start, until killed (or ``--count`` lines)."""
     from edge_roofline.platforms.jetson.identify import identify
     from edge_roofline.roofline.devices import get_device
-    from edge_roofline.virtual.sysfs_tree import read_state
+    from edge_roofline.virtual.sysfs_read import read_state
 
     ap = argparse.ArgumentParser(prog="tegrastats")
     ap.add_argument("--root", required=True)

@@ -17,7 +17,8 @@ from edge_roofline.platforms.jetson.platform import JetsonPlatform
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual import nvpmodel_emu
 from edge_roofline.virtual.state import BoardState
-from edge_roofline.virtual.sysfs_tree import NVPMODEL_LAUNCHER, read_state, render_tree
+from edge_roofline.virtual.sysfs_read import read_state
+from edge_roofline.virtual.sysfs_tree import NVPMODEL_LAUNCHER, render_tree
 
 ORIN = get_device("agx_orin_64gb")
 MAXN, MODE_15W, MODE_50W = 0, 1, 3

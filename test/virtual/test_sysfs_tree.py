@@ -19,7 +19,8 @@ from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.nvpmodel import read_conf
 from edge_roofline.roofline.devices import CATALOGUE, get_device
 from edge_roofline.virtual.state import BoardState
-from edge_roofline.virtual.sysfs_tree import read_state, render_tree, update_tree
+from edge_roofline.virtual.sysfs_read import read_state
+from edge_roofline.virtual.sysfs_tree import render_tree, update_tree
 from edge_roofline.virtual.tegrastats_emu import format_line
 
 ORIN = get_device("agx_orin_64gb")
