@@ -16,7 +16,8 @@ from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from edge_roofline.suite.spec import ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params, virtual_devices
+from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params,
+                                      virtual_devices)
 
 
 def _nodes(context):

@@ -57,12 +57,15 @@ def build() -> Layout:
         StateTransitionsSeries(value=path(power, "nvpmodel_mode"), label="nvpmodel", timestamp_method="receiveTime")]))
     reason = RawMessagesPanel(title="governor (reason for every change)",
                               config=RawMessagesConfig(topic_path=f"/{gov}"))
-    layers = TablePanel(title="per-layer roofline", config=TableConfig(topic_path=path(topics.ROOFLINE_REPORT, "layers")))
+    layers = TablePanel(title="per-layer roofline",
+                        config=TableConfig(topic_path=path(topics.ROOFLINE_REPORT, "layers")))
     chart = ImagePanel(title="roofline chart", config=ImageConfig(
         image_mode=ImageModeConfig(image_topic=f"/{topics.ROOFLINE_CHART}")))
     live = SplitContainer(direction="column", items=[
-        SplitItem(content=SplitContainer(direction="row", items=[SplitItem(content=latency), SplitItem(content=energy)])),
-        SplitItem(content=SplitContainer(direction="row", items=[SplitItem(content=rails), SplitItem(content=clocks)])),
+        SplitItem(content=SplitContainer(direction="row",
+                                         items=[SplitItem(content=latency), SplitItem(content=energy)])),
+        SplitItem(content=SplitContainer(direction="row",
+                                         items=[SplitItem(content=rails), SplitItem(content=clocks)])),
         SplitItem(content=SplitContainer(direction="row", items=[SplitItem(content=point), SplitItem(content=reason)])),
     ])
     roofline = SplitContainer(direction="row", items=[SplitItem(content=chart), SplitItem(content=layers)])

@@ -80,7 +80,8 @@ def heatmap_chart(summary: ModelSummary, path: str | Path, *, simulated: bool) -
             for (i, j), v in np.ndenumerate(m):
                 if math.isfinite(v):
                     ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=6,
-                            color="w" if (math.log(v) - math.log(vmin)) / max(math.log(vmax / vmin), 1e-9) > 0.5 else "k")
+                            color="w" if (math.log(v) - math.log(vmin)) / max(math.log(vmax / vmin), 1e-9) > 0.5
+                            else "k")
             ax.set_xticks(range(len(emcs)))
             ax.set_xticklabels([f"{e / 1e6:.0f}" for e in emcs], fontsize=7)
             ax.set_yticks(range(len(gpus)))

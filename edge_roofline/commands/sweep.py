@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grid (the governor's 96-point caps grid), presets, all, "
                              "or a JSON/YAML file of points (default: grid)")
     parser.add_argument("--runs", type=int, default=d.runs, help=f"measured inferences per point (default {d.runs})")
-    parser.add_argument("--warmup", type=int, default=d.warmup, help=f"warm-up inferences per point (default {d.warmup})")
+    parser.add_argument("--warmup", type=int, default=d.warmup,
+                        help=f"warm-up inferences per point (default {d.warmup})")
     parser.add_argument("--settle-s", type=float, default=d.settle_s,
                         help=f"wait after applying a point (default {d.settle_s})")
     parser.add_argument("--idle-s", type=float, default=d.idle_s,

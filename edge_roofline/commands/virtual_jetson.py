@@ -14,7 +14,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mode", type=int, default=None, help="nvpmodel mode at start (default: the board's default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--perturbation", type=float, default=0.0,
-                        help="scale physics coefficients randomly by up to this fraction (a board unlike the catalogue)")
+                        help="scale physics coefficients randomly by up to this fraction "
+                             "(a board unlike the catalogue)")
     parser.add_argument("--gpu-load", type=float, default=0.0, help="background GPU load 0..1 from another process")
     parser.add_argument("--tick", type=float, default=0.02, help="physics step in seconds (default: %(default)s)")
     parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")

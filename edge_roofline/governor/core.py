@@ -250,7 +250,8 @@ class Governor:
                  if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable
                  and p.name not in self._missed]
         if not self.predictor.has_energy:
-            return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current, window)
+            return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current,
+                                  window)
         dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
             (self._provisional and self._measured_here)
         if violation is None and not dwell_over:

@@ -147,7 +147,8 @@ class LoadedModel:
         if len(shape) != 4:
             raise ValueError(f"input {self.input.name!r} has shape {list(shape)}; an image input must be "
                              f"4-D (NCHW or NHWC) — set the preprocessing parameters or use a tensor topic")
-        nhwc = isinstance(shape[3], int) and shape[3] in (1, 3) and not (isinstance(shape[1], int) and shape[1] in (1, 3))
+        nhwc = (isinstance(shape[3], int) and shape[3] in (1, 3)
+                and not (isinstance(shape[1], int) and shape[1] in (1, 3)))
         c, h, w = (shape[3], shape[1], shape[2]) if nhwc else (shape[1], shape[2], shape[3])
         if not all(isinstance(d, int) and d > 0 for d in (h, w)):
             raise ValueError(f"input {self.input.name!r} has dynamic size {list(shape)}; set width/height")

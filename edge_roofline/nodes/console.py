@@ -57,7 +57,8 @@ class Console(Node):
     def on_governor(self, msg: GovernorState) -> None:
         s = self.snap
         s.governor_mode, s.governor_state, s.switches = msg.mode, msg.state, msg.switches
-        s.governor_reason, s.target_latency_ms, s.target_percentile = msg.reason, msg.target_latency_ms, msg.target_percentile
+        s.governor_reason = msg.reason
+        s.target_latency_ms, s.target_percentile = msg.target_latency_ms, msg.target_percentile
         s.energy_per_inference_j = msg.measured_energy_per_inference_j
         s.operating_point = msg.current_point.name
 

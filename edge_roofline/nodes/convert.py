@@ -9,8 +9,8 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from std_msgs.msg import Header
 
-from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport, Tensor,
-                               TensorArray)
+from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport,
+                               Tensor, TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Decision

@@ -38,7 +38,8 @@ class FoxgloveBridge(Node):
             # meanwhile could otherwise subscribe to a channel the server has not registered yet
             # (foxglove-sdk then answers "unknown channel" and never sends it).
             self.sink.channel(resolved, type_name)
-            self.create_subscription(message_class(type_name), topic, self._forwarder(resolved, type_name), 10, raw=True)
+            self.create_subscription(message_class(type_name), topic, self._forwarder(resolved, type_name), 10,
+                                     raw=True)
         where = f"ws://{p['host']}:{self.sink.port}" if p["serve"] else "no server"
         self.get_logger().info(f"Foxglove: {where}; recording: {p['mcap_path'] or 'off'}")
 

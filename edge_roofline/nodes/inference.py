@@ -46,7 +46,8 @@ PARAMETERS = {
     "queue_depth": (2, "frames queued before the oldest is dropped"),
     "profile_every_frames": (300, "a profiled run every N frames (0: off)"),
     "profile_every_s": (10.0, "a profiled run every T seconds (0: off)"),
-    "profile_budget_fraction": (0.005, "a profiled run waits until its extra cost is this fraction of inference time served"),
+    "profile_budget_fraction": (0.005, "a profiled run waits until its extra cost is this fraction of inference "
+                                       "time served"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
 }
@@ -66,8 +67,10 @@ class InferenceNode(Node):
         self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform))
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
-        self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
-        self.chart_pub = self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1) if p["publish_chart"] else None
+        self.output_pub = (self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5)
+                           if p["publish_outputs"] else None)
+        self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1)
+                          if p["publish_chart"] else None)
         if p["tensor_topic"]:
             self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
         else:
@@ -107,8 +110,8 @@ class InferenceNode(Node):
         changed = {p.name: p.value for p in params}
         fixed = set(changed) - SWITCHABLE
         if fixed:
-            return SetParametersResult(successful=False,
-                                       reason=f"{sorted(fixed)} apply at start only; switchable at runtime: {sorted(SWITCHABLE)}")
+            return SetParametersResult(successful=False, reason=f"{sorted(fixed)} apply at start only; "
+                                                                f"switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
         try:
             config = inference_config(p, self.platform)

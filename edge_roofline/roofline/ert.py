@@ -85,8 +85,9 @@ def fit_ceilings(points: Iterable[ErtPoint], cache_bytes: dict[str, int], *, eng
 
     Bandwidths come from the memory-bound points (the smallest FLOPs per element): L1 is the
     best bandwidth with the working set inside ``cache_bytes["l1"]``, L2 the best between L1
-    and L2 (a level not faster than the one outside it is ``None``: unresolved), DRAM the median over working sets at least 4x the last cache level (``"llc"`` if
-    given, else ``"l2"``), where no cache can hold a meaningful share. The FLOP ceiling is the
+    and L2 (a level not faster than the one outside it is ``None``: unresolved), DRAM the median
+    over working sets at least 4x the last cache level (``"llc"`` if given, else ``"l2"``),
+    where no cache can hold a meaningful share. The FLOP ceiling is the
     best FLOP rate over all points unless ``peak_flops`` (e.g. from GEMM) is given.
     """
     points = list(points)

@@ -27,7 +27,8 @@ def roofline_analysis_from_msg(msg) -> RooflineAnalysis:
     layers = tuple(LayerBound(
         name=l.name, op_type=l.op_type, flops=l.flops, bytes=l.bytes_total,
         arithmetic_intensity=l.arithmetic_intensity_flop_per_byte, attainable_flops=l.attainable_flop_per_s,
-        attainable_time_s=l.attainable_time_s, compute_time_s=l.flops / msg.peak_flop_per_s if msg.peak_flop_per_s else 0.0,
+        attainable_time_s=l.attainable_time_s,
+        compute_time_s=l.flops / msg.peak_flop_per_s if msg.peak_flop_per_s else 0.0,
         memory_time_s=l.bytes_total / msg.dram_bandwidth_bytes_per_s if msg.dram_bandwidth_bytes_per_s else 0.0,
         overhead_time_s=msg.layer_overhead_s, bound=bound_back.get(l.bound, l.bound),
         measured_time_s=opt(l.measured_time_s), achieved_flops=opt(l.achieved_flop_per_s),

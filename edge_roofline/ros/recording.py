@@ -36,7 +36,8 @@ class RecordingSummary:
     def lines(self) -> list[str]:
         sim = " [SIMULATION: virtual Jetson]" if self.simulated else ""
         return [f"{self.path}: {self.duration_s:.1f} s{sim}",
-                f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, p95 {self.latency_p95_ms:.2f} ms",
+                f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, "
+                f"p95 {self.latency_p95_ms:.2f} ms",
                 f"mean power {self.mean_power_w:.2f} W, energy {self.energy_j:.2f} J, "
                 f"energy/inference {self.energy_per_inference_j * 1e3:.2f} mJ",
                 f"operating points: {' -> '.join(self.operating_points) or 'n/a'}"]
@@ -55,7 +56,8 @@ def read_recording(path: str | Path) -> RecordingSummary:
     stats, power, reports = [], [], []
     try:
         with open(path, "rb") as f:
-            for _, channel, message, decoded in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+            reader = make_reader(f, decoder_factories=[DecoderFactory()])
+            for _, channel, message, decoded in reader.iter_decoded_messages():
                 t_s = stamp_s(message.log_time)
                 if _suffix_match(channel.topic, topics.INFERENCE_STATS):
                     stats.append((t_s, decoded))

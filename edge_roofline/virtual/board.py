@@ -116,8 +116,10 @@ class VirtualBoard:
         target, now = self._caps_now(), self._now_s
         p = self.params
         for domain, moved, delay in (
-                ("cpu", (target.cpu_freq_hz, target.cpu_online_cores) != (self._silicon.cpu_freq_hz, self._silicon.cpu_online_cores), p.settle_cpu_s),
-                ("gpu", (target.gpu_freq_hz, target.tpc_pg_mask) != (self._silicon.gpu_freq_hz, self._silicon.tpc_pg_mask), p.settle_gpu_s),
+                ("cpu", (target.cpu_freq_hz, target.cpu_online_cores)
+                 != (self._silicon.cpu_freq_hz, self._silicon.cpu_online_cores), p.settle_cpu_s),
+                ("gpu", (target.gpu_freq_hz, target.tpc_pg_mask)
+                 != (self._silicon.gpu_freq_hz, self._silicon.tpc_pg_mask), p.settle_gpu_s),
                 ("emc", target.emc_freq_hz != self._silicon.emc_freq_hz, p.settle_emc_s)):
             if moved:
                 self._pending = [x for x in self._pending if x.domain != domain] + [_Pending(now + delay, domain)]

@@ -94,7 +94,8 @@ ANCHORS: tuple[Anchor, ...] = (
            "MLPerf v3.1 Offline 6424/s with GPU + 2 DLA (DLA share ~2000/s, DLA README)",
            lambda: _throughput("agx_orin_64gb", 0, "resnet50", "int8", 32)),
     Anchor("orin_nx_16gb", "ResNet-50 INT8 throughput, batch 32", "MAXN, GPU only", 1900.0, "img/s",
-           "MLPerf v3.1 Offline 2641/s with GPU + 2 DLA, less a DLA share estimated from AGX DLA img/s x DLA TOPS ratio",
+           "MLPerf v3.1 Offline 2641/s with GPU + 2 DLA, less a DLA share estimated from AGX DLA img/s x DLA TOPS "
+           "ratio",
            lambda: _throughput("orin_nx_16gb", 0, "resnet50", "int8", 32)),
     Anchor("agx_orin_64gb", "module power, GPU saturated", "MAXN, ResNet-50 batch 64", 55.4, "W",
            "Pagoda (PyTorch, batch 64)", lambda: _loaded_w("agx_orin_64gb", 0, "resnet50", "fp32", 64)),

@@ -404,5 +404,6 @@ class Ina3221:
         lsb_a = self.SHUNT_LSB_V / self.p.shunt_ohm
         amps = mean_power_w / volts + self.rng.gauss(0.0, self.p.noise_lsb * lsb_a)
         amps = max(round(amps / lsb_a) * lsb_a, 0.0)
-        volts = round((volts + self.rng.gauss(0.0, self.p.noise_lsb * self.BUS_LSB_V)) / self.BUS_LSB_V) * self.BUS_LSB_V
+        noisy_v = volts + self.rng.gauss(0.0, self.p.noise_lsb * self.BUS_LSB_V)
+        volts = round(noisy_v / self.BUS_LSB_V) * self.BUS_LSB_V
         return volts, amps

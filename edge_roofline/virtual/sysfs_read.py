@@ -47,7 +47,8 @@ def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
     paths = TreePaths.of(device)
     policy_hz = {}
     for cluster in device.cpu_clusters:
-        for name, fallback in (("scaling_min_freq", min(device.cpu_freqs_hz)), ("scaling_max_freq", device.cpu_max_freq_hz)):
+        for name, fallback in (("scaling_min_freq", min(device.cpu_freqs_hz)),
+                               ("scaling_max_freq", device.cpu_max_freq_hz)):
             value = read_int(root / f"{paths.policy_dir(cluster[0])}/{name}")
             policy_hz[cluster[0], name] = fallback if value is None else value * 1e3
     cores = range(device.cpu_cores)
@@ -80,8 +81,8 @@ def read_state(root: str | Path, device: DeviceSpec) -> BoardState:
     available_kb = _meminfo_kb(root, "MemAvailable")
     return BoardState(
         **controls.__dict__,
-        cpu_cur_freq_hz=[(read_int(root / f"{paths.policy_dir(c)}/scaling_cur_freq") or min(device.cpu_freqs_hz) / 1e3) * 1e3
-                         for c in range(device.cpu_cores)],
+        cpu_cur_freq_hz=[(read_int(root / f"{paths.policy_dir(c)}/scaling_cur_freq")
+                          or min(device.cpu_freqs_hz) / 1e3) * 1e3 for c in range(device.cpu_cores)],
         cpu_busy=[b / (b + i) if b + i > 0 else 0.0 for b, i in zip(busy_s, idle_s)],
         gpu_cur_freq_hz=float(read_int(root / f"{paths.gpu_devfreq}/cur_freq") or min(device.gpu_freqs_hz)),
         gpu_load=(read_int(root / f"{paths.gpu_device}/load") or 0) / 1000.0,

@@ -328,8 +328,8 @@ def update_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None
     for zone in sorted(zones.glob("thermal_zone*")):
         zone_type = read_text(root / THERMAL_DIR / zone.name / "type")
         if zone_type in state.temperatures_c:
-            _write_atomic(root, f"{THERMAL_DIR}/{zone.name}/temp",
-                          f"{int(round(state.temperatures_c[zone_type] * 32) * 1000 / 32)}\n")  # 1/32 C steps, as Orin shows
+            _write_atomic(root, f"{THERMAL_DIR}/{zone.name}/temp",  # 1/32 C steps, as Orin shows
+                          f"{int(round(state.temperatures_c[zone_type] * 32) * 1000 / 32)}\n")
 
 
 def _proc_stat_text(state: BoardState) -> str:

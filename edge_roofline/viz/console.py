@@ -56,7 +56,8 @@ def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
     lines.append(f"latency p50 {_f(s.latency_p50_ms, '7.2f', ' ms')}  p95 {_f(s.latency_p95_ms, '7.2f', ' ms')}"
                  f"  target p{_f(s.target_percentile, '.0f')} {_f(s.target_latency_ms, '.2f', ' ms')}{ok}"
                  f"  | {_f(s.fps, '5.1f', ' fps')}  dropped {s.frames_dropped}  errors {s.errors}")
-    lines.append(f"power {_f(s.power_w, '6.2f', ' W')}  energy/inference {_f(s.energy_per_inference_j * 1e3, '7.2f', ' mJ')}"
+    lines.append(f"power {_f(s.power_w, '6.2f', ' W')}  "
+                 f"energy/inference {_f(s.energy_per_inference_j * 1e3, '7.2f', ' mJ')}"
                  f"  | mode {s.nvpmodel_mode or '?'}  point {s.operating_point or '?'}"
                  f"  GPU {_f(s.gpu_freq_hz / 1e6, '.0f', ' MHz')}  EMC {_f(s.emc_freq_hz / 1e6, '.0f', ' MHz')}")
     if s.governor_mode:
@@ -66,5 +67,6 @@ def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
         lines.append(f"top layers by time ({len(s.layers)} layers):")
         for layer in sorted(s.layers, key=lambda l: l.time_s, reverse=True)[:top_n]:
             lines.append(f"  {layer.name[:36]:36s} {layer.op_type[:18]:18s} {layer.time_s * 1e3:8.3f} ms "
-                         f"{100 * layer.time_s / total_s:5.1f}%  {layer.bound:8s} eff {_f(100 * layer.efficiency, '5.1f', '%')}")
+                         f"{100 * layer.time_s / total_s:5.1f}%  {layer.bound:8s} "
+                         f"eff {_f(100 * layer.efficiency, '5.1f', '%')}")
     return "\n".join(lines)

@@ -42,7 +42,8 @@ def test_outputs_equal_a_direct_onnxruntime_session(backend, tiny_cnn, transform
         for got, want in zip(result.outputs.values(), expected):
             np.testing.assert_array_equal(got, want)
         # the default "all" level of a plain session agrees to float tolerance
-        for got, want in zip(result.outputs.values(), _direct(model, ort.GraphOptimizationLevel.ORT_ENABLE_ALL).run(None, feeds)):
+        direct = _direct(model, ort.GraphOptimizationLevel.ORT_ENABLE_ALL).run(None, feeds)
+        for got, want in zip(result.outputs.values(), direct):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 

@@ -100,7 +100,8 @@ def test_report_renders_in_headless_chromium(budget_dir, tmp_path, capsys):
     table = re.findall(r"<table class=\"sortable\">(.*?)</table>", proc.stdout, re.S)[1]
     header = re.findall(r"<th[^>]*>(.*?)</th>", table)
     col = next(i for i, h in enumerate(header) if h.startswith("latency mean"))
-    values = [float(re.findall(r"<td[^>]*>(.*?)</td>", row)[col]) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)[1:]]
+    values = [float(re.findall(r"<td[^>]*>(.*?)</td>", row)[col])
+              for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)[1:]]
     assert len(values) == 96 and values == sorted(values, reverse=True) and values[0] > values[-1]
 
 

@@ -34,7 +34,8 @@ def true_latency_s(p):
     g = p.gpu_max_freq_hz or DEVICE.gpu_max_freq_hz
     e = p.emc_max_freq_hz or DEVICE.emc_max_freq_hz
     c = p.cpu_max_freq_hz or DEVICE.cpu_max_freq_hz
-    return 3e-3 * DEVICE.gpu_max_freq_hz / g + 2e-3 * DEVICE.emc_max_freq_hz / e + 0.2e-3 * DEVICE.cpu_max_freq_hz / c + 0.3e-3
+    return (3e-3 * DEVICE.gpu_max_freq_hz / g + 2e-3 * DEVICE.emc_max_freq_hz / e
+            + 0.2e-3 * DEVICE.cpu_max_freq_hz / c + 0.3e-3)
 
 
 def true_energy_j(p, rate_hz):

@@ -1,7 +1,6 @@
 """Helpers for tests that run real nodes: start a node module as its own process with
 parameters, and an in-process rclpy context on the test's own domain to watch topics."""
 
-import os
 import subprocess
 import sys
 import time

@@ -17,8 +17,10 @@ def test_colcon_build_in_fresh_workspace(tmp_path):
     src = tmp_path / "src" / "edge_roofline"
     src.mkdir(parents=True)
     for item in PACKAGE_ITEMS:
-        (shutil.copytree if (REPO / item).is_dir() else shutil.copy)(
-            REPO / item, src / item, **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO / item).is_dir() else {}))
+        if (REPO / item).is_dir():
+            shutil.copytree(REPO / item, src / item, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(REPO / item, src / item)
     env = dict(os.environ)
     env.setdefault("AMENT_PREFIX_PATH", sys.prefix)
     env.setdefault("CMAKE_PREFIX_PATH", sys.prefix)

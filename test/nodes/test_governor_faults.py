@@ -11,12 +11,12 @@ import time
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
-from test.nodes.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)
+from test.nodes.virtual_rig import cap_files, governor_params
 
 STALE_S = 1.0
 
 
-def test_faults_fall_back_within_a_second(board, ros_env, tmp_path):  # noqa: F811
+def test_faults_fall_back_within_a_second(board, ros_env, tmp_path):
     found = cap_files(board)
     state_path = tmp_path / "state.json"
     log = tmp_path / "governor.log"

@@ -12,7 +12,7 @@ import numpy as np
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
-from test.nodes.virtual_rig import DEVICE, MODEL, TARGET_MS, board, cap_files, energy_per_inference_j, governor_params  # noqa: F401
+from test.nodes.virtual_rig import DEVICE, MODEL, TARGET_MS, cap_files, energy_per_inference_j, governor_params
 
 def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_path):
     found = cap_files(board)
@@ -32,7 +32,8 @@ def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_pat
                                               "device": DEVICE, "publish_outputs": False, "publish_chart": False,
                                               "profile_every_frames": 0, "profile_every_s": 0.0},
                        logs["inference"]),
-            start_node("synthetic_camera", ros_env, {"width": 64, "height": 64, "rate_hz": 30.0}, tmp_path / "camera.log"),
+            start_node("synthetic_camera", ros_env, {"width": 64, "height": 64, "rate_hz": 30.0},
+                       tmp_path / "camera.log"),
         ]
         governor = None
         try:

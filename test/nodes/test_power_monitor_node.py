@@ -31,7 +31,8 @@ def test_power_monitor_on_cpu_platform(ros_env, tmp_path):
             ok = spin_until(lambda: len(telemetry) >= 10 and diagnostics, timeout_s=30, procs=[proc])
             assert ok, log_text(log)
             mode = call(node, spin_until, GetPowerMode, topics.POWER_GET_MODE, GetPowerMode.Request(), [proc])
-            refused = call(node, spin_until, SetPowerMode, topics.POWER_SET_MODE, SetPowerMode.Request(mode="MAXN"), [proc])
+            refused = call(node, spin_until, SetPowerMode, topics.POWER_SET_MODE, SetPowerMode.Request(mode="MAXN"),
+                           [proc])
         finally:
             assert stop_node(proc) == 0, log_text(log)
 

@@ -22,7 +22,8 @@ def test_power_monitor_follows_the_virtual_load(ros_env, tmp_path):
             node.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, diagnostics.append, 10)
             proc = start_node("power_monitor", ros_env, params, log)
             try:
-                assert spin_until(lambda: len(telemetry) >= 20 and diagnostics, timeout_s=40, procs=[proc]), log_text(log)
+                assert spin_until(lambda: len(telemetry) >= 20 and diagnostics, timeout_s=40, procs=[proc]), \
+                    log_text(log)
                 idle = telemetry[-1]
                 idle_diag = diagnostics[-1]
                 set_background_load(board.root, gpu_load=0.8)

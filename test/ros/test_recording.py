@@ -41,7 +41,8 @@ def test_recording_summary_and_charts(tmp_path, capsys):
     assert summary.energy_per_inference_j == pytest.approx(15.0 / 20)
     assert summary.latency_p50_ms == pytest.approx(19.5)
     assert summary.operating_points == ["MAXN", "MODE_50W"]
-    assert cli(["recording", str(path), "--plot", str(tmp_path / "r.png"), "--power-plot", str(tmp_path / "p.png")]) == 0
+    plots = ["--plot", str(tmp_path / "r.png"), "--power-plot", str(tmp_path / "p.png")]
+    assert cli(["recording", str(path), *plots]) == 0
     out = capsys.readouterr().out
     assert "energy/inference 750.00 mJ" in out and "SIMULATION" in out
     assert (tmp_path / "r.png").stat().st_size > 1000 and (tmp_path / "p.png").stat().st_size > 1000

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.suite.spec import ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params, virtual_devices
 from edge_roofline.commands.up import EXTRAS
+from edge_roofline.suite.spec import (ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params,
+                                      virtual_devices)
 
 REPO = Path(__file__).resolve().parents[2]
 PARAM_FILES = sorted(p for p in (REPO / "config").glob("*.yaml"))

@@ -90,7 +90,8 @@ def test_up_on_the_virtual_orin_serves_foxglove_and_ctrl_c_restores_the_device(r
         if "sysfs_root" in node["ros__parameters"]:
             node["ros__parameters"]["sysfs_root"] = str(root)
     params["foxglove_bridge"]["ros__parameters"]["port"] = port
-    params["inference"]["ros__parameters"].update(model="zoo:tiny_cnn", profile_every_s=1.0, profile_budget_fraction=1.0)
+    params["inference"]["ros__parameters"].update(model="zoo:tiny_cnn", profile_every_s=1.0,
+                                                  profile_budget_fraction=1.0)
     params["governor"]["ros__parameters"].update(model="zoo:tiny_cnn", dwell_s=1.0)
     params["synthetic_camera"]["ros__parameters"].update(width=64, height=64)
     cfg = tmp_path / "params.yaml"

@@ -23,7 +23,8 @@ def at(**changes):
 
 def test_compute_bound_model_follows_gpu_clock_memory_bound_follows_emc(costs, big_lstm):
     cnn, lstm = costs("resnet50"), big_lstm
-    t = lambda cost, clocks: inference_timing(cost, ORIN, P, clocks, "fp16").latency_s
+    def t(cost, clocks):
+        return inference_timing(cost, ORIN, P, clocks, "fp16").latency_s
     # Halving the GPU clock slows the CNN far more than halving the DRAM clock does.
     cnn_gpu = t(cnn, at(gpu_freq_hz=612e6)) / t(cnn, MAXN)
     cnn_emc = t(cnn, at(emc_freq_hz=2133e6)) / t(cnn, MAXN)
@@ -60,17 +61,20 @@ def test_every_layer_is_timed_and_fused_ones_cost_nothing(costs):
 def test_power_scales_with_frequency_voltage_and_activity():
     busy = Activity(gpu_util=1.0, gpu_compute_fraction=1.0, gpu_clocked=True, dram_bps=50e9, cpu_busy_cores=1)
     stalled = replace(busy, gpu_compute_fraction=0.0)
-    gpu = lambda clocks, act: rail_power_w(ORIN, P, clocks, act, 50.0)["VDD_GPU_SOC"]
+    def gpu(clocks, act):
+        return rail_power_w(ORIN, P, clocks, act, 50.0)["VDD_GPU_SOC"]
     high, low = gpu(MAXN, busy), gpu(at(gpu_freq_hz=612e6), busy)
     # f x V^2: half the clock at a lower voltage saves more than half the dynamic power.
     assert high - low > 0.55 * (high - gpu(MAXN, Activity()))
     assert gpu(MAXN, stalled) < high
-    dram = lambda clocks, act: rail_power_w(ORIN, P, clocks, act, 50.0)["VDDQ_VDD2_1V8AO"]
+    def dram(clocks, act):
+        return rail_power_w(ORIN, P, clocks, act, 50.0)["VDDQ_VDD2_1V8AO"]
     assert dram(MAXN, busy) > dram(MAXN, replace(busy, dram_bps=0.0)) > dram(at(emc_freq_hz=665.6e6), Activity())
     # VIN_SYS_5V0 contains the DRAM rail; the module total is the three input rails.
     rails = rail_power_w(ORIN, P, MAXN, busy, 50.0)
     assert rails["VIN_SYS_5V0"] > rails["VDDQ_VDD2_1V8AO"]
-    assert module_power_w(ORIN, rails) == pytest.approx(rails["VDD_GPU_SOC"] + rails["VDD_CPU_CV"] + rails["VIN_SYS_5V0"])
+    assert module_power_w(ORIN, rails) == pytest.approx(
+        rails["VDD_GPU_SOC"] + rails["VDD_CPU_CV"] + rails["VIN_SYS_5V0"])
 
 
 def test_leakage_grows_with_temperature():

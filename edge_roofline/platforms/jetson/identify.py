@@ -28,8 +28,10 @@ class BoardId:
 BOARDS: dict[str, BoardId] = {
     "agx_orin_64gb": BoardId("p3701-0005", "p3737-0000", "tegra234", "NVIDIA Jetson AGX Orin Developer Kit"),
     "agx_orin_32gb": BoardId("p3701-0004", "p3737-0000", "tegra234", "NVIDIA Jetson AGX Orin"),
-    "orin_nx_16gb": BoardId("p3767-0000", "p3768-0000", "tegra234", "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"),
-    "orin_nx_8gb": BoardId("p3767-0001", "p3768-0000", "tegra234", "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"),
+    "orin_nx_16gb": BoardId("p3767-0000", "p3768-0000", "tegra234",
+                            "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"),
+    "orin_nx_8gb": BoardId("p3767-0001", "p3768-0000", "tegra234",
+                           "NVIDIA Jetson Orin NX Engineering Reference Developer Kit"),
     "orin_nano_8gb": BoardId("p3767-0005", "p3768-0000", "tegra234", "NVIDIA Jetson Orin Nano Developer Kit"),
     "orin_nano_4gb": BoardId("p3767-0004", "p3768-0000", "tegra234", "NVIDIA Jetson Orin Nano"),
     "agx_xavier": BoardId("p2888-0001", "p2822-0000", "tegra194", "Jetson-AGX"),

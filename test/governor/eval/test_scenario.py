@@ -13,7 +13,8 @@ def test_yaml_errors_name_the_file_key_and_fix(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("device: agx_orin_64gb\nmodel: resnet50\nprecision: fp16\n"
                    "phases:\n  - {duration_s: 5, input_rate_hz: 30, target_latency_ms: 20, batchsize: 2}\n")
-    with pytest.raises(ScenarioError, match=r"bad.yaml: phases\[0\]: unknown key\(s\) batchsize; allowed keys: .*batch"):
+    with pytest.raises(ScenarioError,
+                       match=r"bad.yaml: phases\[0\]: unknown key\(s\) batchsize; allowed keys: .*batch"):
         load_scenario(bad)
     bad.write_text("device: agx_orin_64gb\nmodel: resnet50\nprecision: fp16\nphysics_perturbaton: 0.3\nphases: []\n")
     with pytest.raises(ScenarioError, match="bad.yaml: unknown key.*physics_perturbaton.*check the spelling"):
