@@ -23,12 +23,12 @@ def declared_parameters(executable: str) -> set[str]:
     return set(importlib.import_module(f"edge_roofline.nodes.{executable}").PARAMETERS)
 
 
-def test_launch_file_starts_the_bringup_node_list():
+def test_launch_file_starts_the_spec_node_list():
     tree = ast.parse((REPO / "launch" / "edge_roofline.launch.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 and node.module == "edge_roofline.suite.spec" for alias in node.names}
     assert "configured_nodes" in imported, "the launch file must take its node list from edge_roofline.suite.spec"
-    assert "argument_overrides" in imported and "ARGUMENTS" in imported, "launch arguments come from bringup too"
+    assert "argument_overrides" in imported and "ARGUMENTS" in imported, "launch arguments come from the spec too"
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
     default = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).endswith(".yaml"))
     assert (REPO / "config" / default.value).is_file(), f"launch default {default.value} is not shipped"
