@@ -241,7 +241,8 @@ class Governor:
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
             return self._decision(self.safe_point, applied, reason, "fallback", None, window, True)
         if self.predictor is None:
-            return self._decision(self.current, False, "waiting for the model's roofline (the first InferenceStats.model_id)", "waiting", None, window)
+            return self._decision(self.current, False, "waiting for the model's roofline (the first "
+                                  "InferenceStats.model_id)", "waiting", None, window)
         self._calibrate(now_s, window)
         rate = window[1] if window else None
         current = self.predictor.predict(self.current, rate)
