@@ -109,7 +109,8 @@ def governor_state_msg(decision: Decision, governor: Governor, stamp, last_chang
                        simulated: bool) -> GovernorState:
     config = governor.config
     msg = GovernorState(
-        simulated=simulated, mode=governor.mode, state=decision.state, target_latency_ms=config.target_latency_ms,
+        simulated=simulated, mode=governor.mode, state=decision.state, model_id=governor.model_id,
+        model_note=governor.model_note, target_latency_ms=config.target_latency_ms,
         target_percentile=config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,
