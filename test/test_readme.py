@@ -8,7 +8,7 @@ import pytest
 from edge_roofline.cli import build_parser
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-NODES = ["inference", "power_monitor", "governor", "synthetic_camera", "console", "foxglove_bridge"]
+NODES = ["inference", "power_monitor", "governor", "synthetic_camera", "console", "foxglove_bridge", "latency_probe"]
 
 
 @pytest.mark.parametrize("node", NODES)

@@ -76,6 +76,8 @@ class Governor:
         self._jitter_ratio = 1.0
         self._calibrated_rate_hz: float | None = None
         self.switches = 0
+        self.model_id = ""  # the model the predictor describes ("" before the first one is known)
+        self.model_note = ""  # why there is no roofline for it (learned by measuring), if so
         if model_analysis is not None:
             self.set_model(model_analysis)
         if config.prior_table:
@@ -87,7 +89,7 @@ class Governor:
         this model on this device, and a simulated one cannot stand in for a real board."""
         from .prior_table import load_table
 
-        if self.device is None or self.predictor is None:
+        if self.device is None or not isinstance(self.predictor, Predictor):
             raise ConfigError("prior_table needs a catalogued device and the model's roofline analysis")
         try:
             table = load_table(path)
@@ -143,16 +145,17 @@ class Governor:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
 
-    def set_model(self, model_analysis: RooflineAnalysis | None) -> None:
-        """A new model (``None``: one without a roofline, on a platform outside the catalogue)."""
-        if self.device is None:
-            self.predictor = PointwisePredictor()  # what each point measured was this model's
-        elif model_analysis is None:
-            raise ConfigError("a catalogued device needs the model's roofline analysis")
-        elif self.predictor is None:
-            self.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
-        else:
+    def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "") -> None:
+        """A new model. ``None``: no roofline for it (a platform outside the catalogue, or a model
+        the governor could not load, ``note`` says why): each point is then learned by measuring."""
+        if model_analysis is None or self.device is None:
+            self.predictor = PointwisePredictor()  # what each point measured was the old model's
+        elif isinstance(self.predictor, Predictor):
             self.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
+        else:
+            self.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
+        self.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
+        self.model_note = note
         self._new_workload()
         self._latencies.clear()
         self._power.clear()
@@ -238,7 +241,8 @@ class Governor:
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
             return self._decision(self.safe_point, applied, reason, "fallback", None, window, True)
         if self.predictor is None:
-            return self._decision(self.current, False, "waiting for a roofline analysis", "waiting", None, window)
+            return self._decision(self.current, False, "waiting for the model's roofline (the first "
+                                  "InferenceStats.model_id)", "waiting", None, window)
         self._calibrate(now_s, window)
         rate = window[1] if window else None
         current = self.predictor.predict(self.current, rate)

@@ -11,6 +11,7 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.model_follow import ModelFollower
 from edge_roofline.models.source import load_model_source
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.ceilings import preset_ceilings
@@ -82,14 +83,17 @@ class GovernorRuntime:
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
-            analysis = None
-            if device:
-                found = self.platform.current_operating_point()
-                analysis = model_analysis(p["model"], device, found.name, p["precision"], p["engine"])
-            else:
+            preset = self.platform.current_operating_point().name
+
+            def analyze(model: str) -> RooflineAnalysis | None:
+                return model_analysis(model, device, preset, p["precision"], p["engine"]) if device else None
+
+            if not device:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
                     f"point is learned by measuring it")
-            self.governor = Governor(self.platform, config, analysis, clock)
+            # The model parameter overrides what the stream reports; empty: follow the stream.
+            self.models = ModelFollower(analyze, override=p["model"])
+            self.governor = Governor(self.platform, config, analyze(p["model"]) if p["model"] else None, clock)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
         except Exception:
@@ -97,6 +101,14 @@ class GovernorRuntime:
             raise
         self.simulated = identity.simulated
         self._closed = False
+
+    def follow_model(self) -> str:
+        """Apply a model the stream switched to, once analysed; returns a line to log, or ''."""
+        change = self.models.poll()
+        if change is None:
+            return ""
+        self.governor.set_model(change.analysis, change.model_id, change.note)
+        return change.note or f"following {change.model_id}: re-planning with its roofline"
 
     def _reachable(self, name: str) -> OperatingPoint:
         points = {pt.name: pt for pt in self.platform.operating_points()}
@@ -129,6 +141,7 @@ class GovernorRuntime:
         if self._closed:
             return
         self._closed = True
+        self.models.close()
         try:
             self.governor.shutdown()
         finally:

@@ -106,11 +106,12 @@ def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
 
 # ---- governor -----------------------------------------------------------------------
 
-def governor_state_msg(decision: Decision, config: GovernorConfig, *, mode: str, current: OperatingPoint,
-                       safe_point: OperatingPoint, switches: int, stamp, last_change_stamp,
+def governor_state_msg(decision: Decision, config: GovernorConfig, *, mode: str, model_id: str, model_note: str,
+                       current: OperatingPoint, safe_point: OperatingPoint, switches: int, stamp, last_change_stamp,
                        simulated: bool) -> GovernorState:
     msg = GovernorState(
-        simulated=simulated, mode=mode, state=decision.state, target_latency_ms=config.target_latency_ms,
+        simulated=simulated, mode=mode, state=decision.state, model_id=model_id, model_note=model_note,
+        target_latency_ms=config.target_latency_ms,
         target_percentile=config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,

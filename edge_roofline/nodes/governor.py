@@ -36,7 +36,8 @@ PARAMETERS = {
     "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
     "device": ("", "catalogue device (empty: from the platform)"),
-    "model": ("zoo:resnet18", "the model the inference node serves (ONNX path or zoo:NAME): the predictor's roofline"),
+    "model": ("", "ONNX path or zoo:NAME whose roofline the predictor uses, whatever the stream reports "
+                  "(empty: follow the model the stream publishes in InferenceStats.model_id)"),
     "precision": ("fp16", "precision of the model's cost (fp32 | fp16 | int8)"),
     "engine": ("gpu", "engine the model runs on: gpu | cpu | dla"),
     "points_cpu_steps": (4, "CPU cap steps in the candidate grid"),
@@ -92,6 +93,7 @@ class GovernorNode(Node):
                                f"{len(gov.candidates)} candidate points, found {gov.found.name}")
 
     def on_stats(self, msg: InferenceStats) -> None:
+        self.runtime.models.observe(msg.model_id)
         latency_s = convert.latency_s_from_stats(msg)
         if latency_s is not None:
             self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
@@ -101,6 +103,9 @@ class GovernorNode(Node):
                                             convert.temperatures_from_msg(msg))
 
     def on_step(self) -> None:
+        followed = self.runtime.follow_model()
+        if followed:
+            self.get_logger().info(followed)
         decision = self.runtime.governor.step(self.clock.now_s())
         stamp = self.get_clock().now().to_msg()
         if decision.applied:
@@ -110,8 +115,9 @@ class GovernorNode(Node):
             self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
         gov = self.runtime.governor
         self.state_pub.publish(convert.governor_state_msg(
-            decision, gov.config, mode=gov.mode, current=gov.current, safe_point=gov.safe_point,
-            switches=gov.switches, stamp=stamp, last_change_stamp=self.last_change, simulated=self.runtime.simulated))
+            decision, gov.config, mode=gov.mode, model_id=gov.model_id, model_note=gov.model_note,
+            current=gov.current, safe_point=gov.safe_point, switches=gov.switches, stamp=stamp,
+            last_change_stamp=self.last_change, simulated=self.runtime.simulated))
 
     def on_enable(self, request, response):
         response.message = self.runtime.set_enabled(request.data)

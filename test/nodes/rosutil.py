@@ -24,8 +24,11 @@ def _param_arg(name, value):
     return ["-p", f"{name}:={value}"]
 
 
-def start_node(module: str, env: dict, params: dict | None = None, log_path: Path | None = None) -> subprocess.Popen:
+def start_node(module: str, env: dict, params: dict | None = None, log_path: Path | None = None,
+               namespace: str = "") -> subprocess.Popen:
     args = [sys.executable, "-m", f"edge_roofline.nodes.{module}", "--ros-args"]
+    if namespace:
+        args += ["-r", f"__ns:={namespace}"]
     for name, value in (params or {}).items():
         args += _param_arg(name, value)
     out = open(log_path, "w") if log_path else subprocess.DEVNULL

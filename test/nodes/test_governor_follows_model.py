@@ -1,0 +1,87 @@
+"""Real rclpy on a live virtual AGX Orin 64GB (SIMULATION): the governor is not told the model.
+It follows what the stream publishes (InferenceStats.model_id): a model switch on the inference
+node (SetParameters, as `ros2 param set` does) re-plans it within 2 s; a stream whose model it
+cannot load leaves it deciding on measurements, with the reason in GovernorState."""
+
+import time
+
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+
+from edge_roofline.ros import topics
+from edge_roofline.msg import GovernorState, InferenceStats
+from test.nodes.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.virtual_rig import DEVICE, governor_params
+
+
+def test_governor_follows_a_model_switch_on_the_serving_node(board, ros_env, tmp_path):
+    platform = {"platform": f"virtual:{DEVICE}", "sysfs_root": str(board)}
+    logs = {name: tmp_path / f"{name}.log" for name in ("inference", "power_monitor", "governor")}
+    stats, states = [], []
+    with watcher(ros_env) as (node, spin_until):
+        now = time.monotonic
+        node.create_subscription(InferenceStats, topics.INFERENCE_STATS, lambda m: stats.append((now(), m)), 100)
+        node.create_subscription(GovernorState, topics.GOVERNOR_STATE, lambda m: states.append((now(), m)), 50)
+        procs = [
+            start_node("power_monitor", ros_env, platform, logs["power_monitor"]),
+            start_node("inference", ros_env, {**platform, "model": "zoo:tiny_cnn", "backend": "virtual",
+                                              "precision": "fp16", "device": DEVICE, "publish_outputs": False,
+                                              "publish_chart": False, "profile_every_frames": 0,
+                                              "profile_every_s": 0.0}, logs["inference"]),
+            start_node("synthetic_camera", ros_env, {"width": 64, "height": 64, "rate_hz": 30.0}),
+            start_node("governor", ros_env, governor_params(board, tmp_path / "state.json", model="", mode="advise"),
+                       logs["governor"]),
+        ]
+        try:
+            assert spin_until(lambda: states and states[-1][1].model_id == "zoo:tiny_cnn", timeout_s=120,
+                              procs=procs), log_text(logs["governor"])
+            assert states[-1][1].model_note == ""
+            client = node.create_client(SetParameters, "/inference/set_parameters")
+            assert client.wait_for_service(timeout_sec=10)
+            request = SetParameters.Request(parameters=[Parameter(name="model", value=ParameterValue(
+                type=ParameterType.PARAMETER_STRING, string_value="zoo:mobilenetv2"))])
+            future = client.call_async(request)
+            assert spin_until(future.done, timeout_s=60) and future.result().results[0].successful
+
+            def first(items, predicate):
+                return next((t for t, m in items if predicate(m)), None)
+            assert spin_until(lambda: first(states, lambda m: m.model_id == "zoo:mobilenetv2"), timeout_s=30,
+                              procs=procs), log_text(logs["governor"])
+            served_s = first(stats, lambda m: m.model_id == "zoo:mobilenetv2")
+            named_s = first(states, lambda m: m.model_id == "zoo:mobilenetv2")
+            assert served_s is not None and named_s - served_s <= 2.0, (served_s, named_s)
+            assert "following zoo:mobilenetv2: re-planning with its roofline" in log_text(logs["governor"])
+            # Re-planned: the prediction is now the bigger model's.
+            before = [m.predicted_latency_ms for t, m in states if t < served_s and m.predicted_latency_ms > 0]
+            spin_until(lambda: now() - named_s >= 2.0, timeout_s=5)
+            after = [m.predicted_latency_ms for t, m in states if t > named_s and m.predicted_latency_ms > 0]
+            assert before and after and after[-1] > 1.5 * before[-1], (before[-1:], after[-1:])
+        finally:
+            for p in reversed(procs):
+                stop_node(p)
+
+
+def test_a_model_the_governor_cannot_load_leaves_it_measuring(board, ros_env, tmp_path):
+    platform = {"platform": f"virtual:{DEVICE}", "sysfs_root": str(board)}
+    log = tmp_path / "governor.log"
+    states = []
+    with watcher(ros_env) as (node, spin_until):
+        node.create_subscription(GovernorState, topics.GOVERNOR_STATE, states.append, 50)
+        pub = node.create_publisher(InferenceStats, topics.INFERENCE_STATS, 10)
+        procs = [start_node("power_monitor", ros_env, platform),
+                 start_node("governor", ros_env, governor_params(board, tmp_path / "state.json", model="",
+                                                                 mode="advise"), log)]
+        # A serving node that is not ours, reporting a model this machine does not have.
+        node.create_timer(1 / 30, lambda: pub.publish(InferenceStats(model_id="/robot/models/detector.onnx",
+                                                                      backend="external:/det", latency_ms=5.0)))
+        try:
+            assert spin_until(lambda: states and "no roofline for /robot/models/detector.onnx" in states[-1].model_note,
+                              timeout_s=120, procs=procs), log_text(log)
+            assert spin_until(lambda: states[-1].measured_latency_ms > 0 and states[-1].state != "waiting",
+                              timeout_s=30, procs=procs), [(s.state, s.reason) for s in states[-3:]]
+            last = states[-1]
+            assert last.model_id == "/robot/models/detector.onnx" and "measuring" in last.model_note
+            assert abs(last.measured_latency_ms - 5.0) < 1e-6
+        finally:
+            for p in reversed(procs):
+                stop_node(p)
