@@ -19,7 +19,7 @@ from edge_roofline.ros import topics
 from edge_roofline.msg import InferenceStats
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros.stamps import stamp_ns
-from edge_roofline.telemetry.latency_probe import MessageTypeError, StampPairer, message_class
+from edge_roofline.telemetry.latency_probe import MessageTypeError, StampPairer, stamped_message_class
 
 PARAMETERS = {
     "input_topic": ("", "topic the serving node subscribes (e.g. /image_raw)"),
@@ -52,7 +52,7 @@ class LatencyProbe(Node):
         # the graph.
         for role, (topic, type_name, callback) in self._topics.items():
             if type_name:
-                self._subscribe(role, message_class(type_name))
+                self._subscribe(role, stamped_message_class(type_name))
         self._waiting_logged = False
         self.create_timer(0.5, self.on_timer)
         self.get_logger().info(f"probing {p['input_topic']} -> {p['output_topic']} as {self.model_id!r}")
@@ -75,7 +75,7 @@ class LatencyProbe(Node):
                     self._waiting_logged = True
                 continue
             try:
-                self._subscribe(role, message_class(types[0]))
+                self._subscribe(role, stamped_message_class(types[0]))
             except MessageTypeError as exc:
                 self.get_logger().error(f"cannot probe {topic}: {exc}", throttle_duration_sec=30.0)
 

@@ -75,10 +75,16 @@ def type_name_of(msg_class) -> str:
 
 
 def message_class(type_name: str):
-    """The generated Python class for ``pkg/msg/Type`` (or ``pkg/Type``)."""
+    """The generated Python class for ``pkg/msg/Type`` (or ``pkg/Type``, ``pkg.msg.Type``), as
+    rosidl_runtime_py.utilities.get_message resolves it (that package has no PyPI wheel)."""
     import importlib
-    pkg, _, name = type_name.replace("/msg/", "/").partition("/")
+    parts = type_name.replace(".", "/").split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    if len(parts) != 3 or parts[1] != "msg" or not all(parts):
+        raise ValueError(f"message type {type_name!r} is not of the form pkg/msg/Type (e.g. sensor_msgs/msg/Image)")
     try:
-        return getattr(importlib.import_module(f"{pkg}.msg"), name)
+        return getattr(importlib.import_module(f"{parts[0]}.msg"), parts[2])
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"message type {type_name} is not importable ({exc}); is {pkg} installed?") from exc
+        raise ValueError(f"message type {type_name!r} is not installed here ({exc}); install its interface "
+                         f"package or source its workspace") from None

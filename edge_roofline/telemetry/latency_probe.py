@@ -10,30 +10,23 @@ serving node skipped or lost it. ROS-free: the ``latency_probe`` node feeds it s
 from __future__ import annotations
 
 import collections
-import importlib
 from dataclasses import dataclass
+
+from edge_roofline.ros.schema import message_class
 
 
 class MessageTypeError(ValueError):
     """A type name that does not resolve to a ROS message with a std_msgs/Header ``header``."""
 
 
-def message_class(type_name: str):
-    """``pkg/msg/Type`` (or ``pkg/Type``, ``pkg.msg.Type``) -> the generated message class,
-    as rosidl_runtime_py.utilities.get_message resolves it (that package has no PyPI wheel)."""
-    parts = type_name.replace(".", "/").split("/")
-    if len(parts) == 2:
-        parts = [parts[0], "msg", parts[1]]
-    if len(parts) != 3 or parts[1] != "msg" or not all(parts):
-        raise MessageTypeError(f"message type {type_name!r} is not of the form pkg/msg/Type "
-                               f"(e.g. sensor_msgs/msg/Image)")
+def stamped_message_class(type_name: str):
+    """The message class of ``type_name``, which must carry a std_msgs/Header ``header`` (the
+    pairing key); MessageTypeError names what is wrong."""
     try:
-        cls = getattr(importlib.import_module(f"{parts[0]}.msg"), parts[2])
-    except (ImportError, AttributeError) as exc:
-        raise MessageTypeError(f"message type {type_name!r} is not installed here ({exc}); install its "
-                               f"interface package or source its workspace") from None
-    fields = getattr(cls, "get_fields_and_field_types", lambda: {})()
-    if fields.get("header") != "std_msgs/Header":
+        cls = message_class(type_name)
+    except ValueError as exc:
+        raise MessageTypeError(str(exc)) from None
+    if cls.get_fields_and_field_types().get("header") != "std_msgs/Header":
         raise MessageTypeError(f"{type_name} has no std_msgs/Header 'header' field: its messages cannot be "
                                f"paired by stamp; probe a topic whose messages carry the input's header")
     return cls

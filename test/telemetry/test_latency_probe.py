@@ -3,7 +3,7 @@ when an output never comes, outputs that match nothing, and message types resolv
 
 import pytest
 
-from edge_roofline.telemetry.latency_probe import MessageTypeError, StampPairer, message_class
+from edge_roofline.telemetry.latency_probe import MessageTypeError, StampPairer, stamped_message_class
 
 
 def test_pairs_outputs_to_inputs_by_stamp_out_of_order():
@@ -49,11 +49,11 @@ def test_duplicate_stamps_and_bounded_memory():
 
 def test_message_types_resolve_by_name_and_need_a_header():
     from sensor_msgs.msg import Image
-    assert message_class("sensor_msgs/msg/Image") is Image
-    assert message_class("sensor_msgs/Image") is Image
+    assert stamped_message_class("sensor_msgs/msg/Image") is Image
+    assert stamped_message_class("sensor_msgs/Image") is Image
     with pytest.raises(MessageTypeError, match="no std_msgs/Header"):
-        message_class("std_msgs/msg/String")
+        stamped_message_class("std_msgs/msg/String")
     with pytest.raises(MessageTypeError, match="not installed"):
-        message_class("no_such_pkg/msg/Thing")
+        stamped_message_class("no_such_pkg/msg/Thing")
     with pytest.raises(MessageTypeError, match="form pkg/msg/Type"):
-        message_class("Image")
+        stamped_message_class("Image")
