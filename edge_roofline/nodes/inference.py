@@ -15,6 +15,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline import topics
 from edge_roofline.backends.base import BackendError
+from edge_roofline.errors import one_line
 from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
@@ -74,8 +75,7 @@ class InferenceNode(Node):
         else:
             self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
         self.add_on_set_parameters_callback(self.on_parameters)
-        # Chart rendering and model switches run here, off the serving thread, and are
-        # waited for at teardown.
+        # Chart rendering runs here, off the serving thread, and is waited for at teardown.
         self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._running = True
         self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
@@ -132,22 +132,20 @@ class InferenceNode(Node):
             return SetParametersResult(successful=False,
                                        reason=f"{sorted(fixed)} apply at start only; switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
+        # Loaded here, beside the old model, and swapped in only once it works, so the reply is
+        # the truth and the parameter always names the model served. A big model holds this
+        # callback (and new frames) for the second or two it takes to load.
         try:
             config = self._config(p)
-        except ValueError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        self._background.submit(self._switch, config, p)
-        return SetParametersResult(successful=True)
-
-    def _switch(self, config: InferenceConfig, p: dict) -> None:
-        try:
-            self.pipeline.ceilings = self._ceilings(p)
+            ceilings = self._ceilings(p)
             self.pipeline.switch(config)
-            self.get_logger().info(f"switched to {config.model} on {config.backend}")
-        except Exception as exc:  # the old model keeps serving; say why the new one didn't load
-            self.pipeline.counters.errors += 1
-            self.pipeline.counters.last_error = f"model switch to {config.model} failed: {exc}"
-            self.get_logger().error(self.pipeline.counters.last_error)
+        except Exception as exc:  # any failure: the old model keeps serving and the caller is told why
+            reason = f"not switched to {p['model']} on {p['backend']}: {one_line(exc)}"
+            self.get_logger().error(reason)
+            return SetParametersResult(successful=False, reason=reason)
+        self.pipeline.ceilings = ceilings
+        self.get_logger().info(f"switched to {config.model} on {config.backend}")
+        return SetParametersResult(successful=True)
 
     # ---- worker ------------------------------------------------------------------------
     def _serve(self) -> None:
