@@ -34,5 +34,6 @@ def is_user_error(exc: BaseException) -> bool:
 
 def one_line(exc: BaseException) -> str:
     """The message on one line (a YAML error's report spans several; a KeyError's is quoted)."""
-    text = exc.args[0] if isinstance(exc, KeyError) and len(exc.args) == 1 else str(exc)
+    quoted = isinstance(exc, KeyError) and type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1
+    text = exc.args[0] if quoted else str(exc)
     return " ".join(str(text).split()) or type(exc).__name__
