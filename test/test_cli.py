@@ -3,14 +3,14 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from edge_roofline import zoo
 from edge_roofline.cli import main
 from edge_roofline.commands import analyze
 
-REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent
 
 STATIC_BATCH_SCENARIO = """\
 description: a static-batch model asked for batch 4
@@ -24,7 +24,15 @@ phases:
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    return str(zoo.save("tiny_cnn", tmp_path_factory.mktemp("model") / "tiny_cnn.onnx"))
+    """A one-layer ONNX model whose batch dimension is static (1)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 8, 8]) for n in "xy")
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "static_batch", [x], [y])
+    path = tmp_path_factory.mktemp("model") / "static_batch.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    return str(path)
 
 
 def _cases(tmp_path, model):

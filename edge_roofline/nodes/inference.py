@@ -133,8 +133,8 @@ class InferenceNode(Node):
                                        reason=f"{sorted(fixed)} apply at start only; switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
         # Loaded here, beside the old model, and swapped in only once it works, so the reply is
-        # the truth and the parameter always names the model served. A big model holds this
-        # callback (and new frames) for the second or two it takes to load.
+        # the truth and the parameter always names the model served. New frames wait while it
+        # loads (seconds for a big model; README).
         try:
             config = self._config(p)
             ceilings = self._ceilings(p)

@@ -8,7 +8,7 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from sensor_msgs.msg import Image
 
-from edge_roofline import topics, zoo
+from edge_roofline import topics
 from edge_roofline.msg import InferenceStats
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
 
@@ -18,8 +18,7 @@ def models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("models")
     corrupt = folder / "corrupt.onnx"
     corrupt.write_bytes(b"this is not protobuf")
-    return {"good": str(zoo.save("tiny_cnn", folder / "tiny_cnn.onnx")), "corrupt": str(corrupt),
-            "missing": str(folder / "missing.onnx")}
+    return {"corrupt": str(corrupt), "missing": str(folder / "missing.onnx")}
 
 
 def _call(node, spin_until, client, request):
@@ -33,7 +32,7 @@ def test_model_switch_answers_the_truth(models, ros_env, tmp_path):
     log = tmp_path / "inference.log"
     stats: list[InferenceStats] = []
     # The catalogue device's roofs: the test does not depend on measuring this host's CPU.
-    proc = start_node("inference", ros_env, {"model": models["good"], "device": "agx_orin_64gb",
+    proc = start_node("inference", ros_env, {"model": "zoo:tiny_cnn", "device": "agx_orin_64gb",
                                              "profile_every_frames": 0, "profile_every_s": 0.0,
                                              "publish_chart": False}, log)
     with watcher(ros_env) as (node, spin_until):
@@ -58,18 +57,18 @@ def test_model_switch_answers_the_truth(models, ros_env, tmp_path):
             return stats[-1].model_id
 
         try:
-            assert served_after_now() == models["good"]
+            assert served_after_now() == "zoo:tiny_cnn"
             for bad, why, fix in (("corrupt", "not a valid ONNX model", "zoo:NAME"),
                                   ("missing", "cannot read model", "give an existing ONNX file"),
                                   ("zoo:no_such_net", "unknown zoo model", "known: resnet18")):
                 result = switch(models.get(bad, bad))
                 assert not result.successful, f"switch to {bad} reported success"
                 assert why in result.reason and fix in result.reason and "\n" not in result.reason, result.reason
-                assert model_parameter() == models["good"]
-                assert served_after_now() == models["good"]
-            result = switch("zoo:tiny_cnn")
+                assert model_parameter() == "zoo:tiny_cnn"
+                assert served_after_now() == "zoo:tiny_cnn"
+            result = switch("zoo:mobilenetv2")
             assert result.successful, result.reason
-            assert model_parameter() == "zoo:tiny_cnn"
-            assert served_after_now() == "zoo:tiny_cnn"  # the new model serves as soon as the call returned
+            assert model_parameter() == "zoo:mobilenetv2"
+            assert served_after_now() == "zoo:mobilenetv2"  # the new model serves as soon as the call returned
         finally:
             assert stop_node(proc) == 0, log_text(log)
