@@ -3,8 +3,10 @@ descriptors, and a main() that inits, spins and shuts down cleanly."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
+from pathlib import Path
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
@@ -41,15 +43,21 @@ def run_node(node_class: type[Node], argv: list[str] | None, startup_errors: tup
     an exception in a callback included, and never on a half-built one. Bad input is the
     package's own errors (edge_roofline.errors), rclpy's parameter and name errors, and
     ``startup_errors``."""
-    rclpy.init(args=argv)
+    executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
+    try:
+        rclpy.init(args=argv)
+    except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)
+        print(f"{executable}: cannot start: {one_line(exc)}", file=sys.stderr)
+        return 2
     node = node_class.__new__(node_class)
     try:
         node.__init__()
     except Exception as exc:
         # Half built: its own destroy_node would touch what was never made, and the context
         # would call it at shutdown. Only rclpy's part (if made) is destroyed.
-        name = node.get_name() if getattr(node, "handle", None) is not None else node_class.__name__
-        if getattr(node, "handle", None) is not None:
+        built = getattr(node, "handle", None) is not None
+        name = node.get_name() if built else executable
+        if built:
             Node.destroy_node(node)
         rclpy.try_shutdown()
         if not (is_user_error(exc) or isinstance(exc, (ParameterException, NameValidationException, *startup_errors))):

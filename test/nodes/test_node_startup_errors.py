@@ -41,3 +41,12 @@ def test_start_up_error_is_one_line_and_exit_2(node, params, expected, ros_env, 
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith(f"{node}: cannot start: ") and expected in lines[0], lines[0]
+
+
+def test_unparsable_ros_arguments_end_in_one_line_too(ros_env):
+    proc = subprocess.run([sys.executable, "-m", "edge_roofline.nodes.console", "--ros-args", "-p", "period_s"],
+                          env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    # rcl logs its own line first; ours names the rule it could not parse.
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "console: cannot start: failed to initialize rcl: Couldn't parse parameter override rule: '-p period_s'")
