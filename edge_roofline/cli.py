@@ -1,5 +1,6 @@
 """``edge-roofline``: one command line over the core; subcommands live in
-``edge_roofline.commands`` and are imported only when used, so ``--help`` stays fast."""
+``edge_roofline.commands`` and are imported only when used, so ``--help`` stays fast. A user's
+error (edge_roofline.suite.errors.is_user_error) is ``edge-roofline CMD: error: ...`` and exit 2."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the one place a user's error becomes one line; a bug keeps its traceback
+        from edge_roofline.suite.errors import is_user_error, one_line
+        if not is_user_error(exc):
+            raise
+        print(f"edge-roofline {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

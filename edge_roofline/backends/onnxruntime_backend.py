@@ -39,6 +39,7 @@ from edge_roofline.clock import Clock
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 PROFILE_MAX_LEVEL = "extended"
 KERNEL_EVENT_SUFFIX = "_kernel_time"
+MODEL_FIX = "give an existing ONNX file, or zoo:NAME for a built-in model"
 # Preferred execution providers, best first; the TensorRT EP is opt-in (``providers=``)
 # because it compiles the whole graph into one kernel, which hides per-node times: use the
 # tensorrt backend for per-layer TensorRT data.
@@ -194,9 +195,9 @@ class OnnxRuntimeBackend(InferenceBackend):
                 data = model if isinstance(model, bytes) else Path(model).read_bytes()
                 proto = onnx.load_from_string(data)
         except OSError as e:
-            raise ModelLoadError(f"cannot read model {model}: {e}") from e
+            raise ModelLoadError(f"cannot read model {model}: {e}; {MODEL_FIX}") from e
         except Exception as e:  # protobuf's DecodeError and friends
-            raise ModelLoadError(f"{_describe(model)} is not a valid ONNX model ({e})") from e
+            raise ModelLoadError(f"{_describe(model)} is not a valid ONNX model ({e}); {MODEL_FIX}") from e
         try:
             self.session = ort.InferenceSession(data, self._options(self.optimization),
                                                 providers=self._providers())

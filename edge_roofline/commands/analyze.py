@@ -4,7 +4,6 @@ model on a Jetson operating point, as a table, JSON and charts."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 NAME = "analyze"
 HELP = "per-layer roofline analysis of an ONNX model on a device and operating point"
@@ -83,23 +82,18 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from edge_roofline.roofline import charts
-    from edge_roofline.roofline.ceilings import CeilingsError, max_clock_preset, preset_ceilings
-    from edge_roofline.roofline.costs import CostModelError, analyze_model
-    from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+    from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
+    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.roofline.devices import get_device
     from edge_roofline.roofline.model import analyze_roofline, to_json_dict
 
-    try:
-        inputs = dict(parse_input_shape(t) for t in args.input)
-        device = get_device(args.device)
-        point = args.operating_point or max_clock_preset(device).name
-        peak_precision = "fp16" if args.precision == "mixed" else args.precision
-        ceilings = [preset_ceilings(device, _preset_key(p), peak_precision, engine=args.engine)
-                    for p in [point, *args.compare]]
-        cost = analyze_model(args.model, precision=args.precision, batch=args.batch,
-                             input_shapes=inputs or None)
-    except (CostModelError, CeilingsError, UnknownDeviceError, KeyError, ValueError) as exc:
-        print(f"edge-roofline analyze: error: {exc}", file=sys.stderr)
-        return 2
+    inputs = dict(parse_input_shape(t) for t in args.input)
+    device = get_device(args.device)
+    point = args.operating_point or max_clock_preset(device).name
+    peak_precision = "fp16" if args.precision == "mixed" else args.precision
+    ceilings = [preset_ceilings(device, _preset_key(p), peak_precision, engine=args.engine)
+                for p in [point, *args.compare]]
+    cost = analyze_model(args.model, precision=args.precision, batch=args.batch, input_shapes=inputs or None)
     analyses = [analyze_roofline(cost, c, cache_aware=args.cache_aware) for c in ceilings]
     print(f"{cost.model} on {device.name}, {point}, {args.engine} {args.precision}, batch "
           f"{args.batch}, inputs {cost.input_shapes}")

@@ -52,31 +52,21 @@ def _print_spec(args) -> int:
 def run(args: argparse.Namespace) -> int:
     from edge_roofline.roofline import ert
     from edge_roofline.roofline.ceilings import CeilingsCache
-    from edge_roofline.roofline.devices import UnknownDeviceError
 
     if args.device:
-        try:
-            return _print_spec(args)
-        except (UnknownDeviceError, KeyError) as exc:
-            print(f"edge-roofline ceilings: error: {exc}", file=sys.stderr)
-            return 2
+        return _print_spec(args)
     cache = CeilingsCache(args.cache_dir)
     engine, precision = ("gpu", args.precision) if args.gpu else ("cpu", "fp32")
-    try:
-        if args.cached:
-            key, point = ert.gpu_identity() if args.gpu else ert.cpu_identity()
-            found = cache.get(key, point, engine, precision)
-            if found is None:
-                print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}",
-                      file=sys.stderr)
-                return 1
-            print(_describe(found))
-            return 0
-        result = (ert.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
-                  else ert.measure_cpu_ceilings(quick=not args.full, threads=args.threads))
-    except ert.ErtError as exc:
-        print(f"edge-roofline ceilings: error: {exc}", file=sys.stderr)
-        return 2
+    if args.cached:
+        key, point = ert.gpu_identity() if args.gpu else ert.cpu_identity()
+        found = cache.get(key, point, engine, precision)
+        if found is None:
+            print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}", file=sys.stderr)
+            return 1
+        print(_describe(found))
+        return 0
+    result = (ert.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
+              else ert.measure_cpu_ceilings(quick=not args.full, threads=args.threads))
     if args.points:
         print(f"{'working set':>12} {'FLOP/elem':>9} {'GB/s':>8} {'GFLOP/s':>9}")
         for p in result.points:

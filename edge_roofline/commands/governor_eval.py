@@ -16,14 +16,9 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import json
 
-    from edge_roofline.governor.eval import ScenarioError, evaluate, format_evaluation, load_scenario
+    from edge_roofline.governor.eval import evaluate, format_evaluation, load_scenario
 
-    try:
-        scenario = load_scenario(args.scenario)
-    except ScenarioError as exc:
-        print(f"governor-eval: {exc}")
-        return 2
-    evaluation = evaluate(scenario)
+    evaluation = evaluate(load_scenario(args.scenario))
     print(format_evaluation(evaluation))
     if args.json:
         with open(args.json, "w") as f:

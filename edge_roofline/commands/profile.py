@@ -5,7 +5,6 @@ roof, bound per ONNX node)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 NAME = "profile"
 HELP = "measured per-layer times of a model joined to its roofline"
@@ -65,29 +64,23 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from edge_roofline.backends import create_backend
-    from edge_roofline.backends.base import BackendError
     from edge_roofline.inference.profile_join import join_profile
     from edge_roofline.models.source import load_model
-    from edge_roofline.roofline.costs import CostModelError, analyze_model
-    from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.roofline.devices import get_device
     from edge_roofline.roofline.model import to_json_dict
 
     precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
     options = {"precision": precision} if args.backend != "ort" else {}
-    try:
-        model = load_model(args.model)
-        cost = analyze_model(model, precision=precision)
-        ceilings, device, point = _ceilings(args, precision)
-        if args.backend == "virtual":  # the board runs at the operating point of the ceilings
-            from edge_roofline.virtual.board import VirtualBoard
-            options["board"] = VirtualBoard(device, mode_id=get_device(device).preset(point).mode_id)
-        with create_backend(args.backend, **options) as backend:
-            backend.load(model)
-            profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
-    except (BackendError, CostModelError, UnknownDeviceError, KeyError, ValueError, OSError,
-            ImportError) as exc:
-        print(f"edge-roofline profile: error: {exc}", file=sys.stderr)
-        return 2
+    model = load_model(args.model)
+    cost = analyze_model(model, precision=precision)
+    ceilings, device, point = _ceilings(args, precision)
+    if args.backend == "virtual":  # the board runs at the operating point of the ceilings
+        from edge_roofline.virtual.board import VirtualBoard
+        options["board"] = VirtualBoard(device, mode_id=get_device(device).preset(point).mode_id)
+    with create_backend(args.backend, **options) as backend:
+        backend.load(model)
+        profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
     analysis = join_profile(cost, profile, ceilings)
     simulated = " (SIMULATION: times from the virtual Jetson's physics)" if args.backend == "virtual" else ""
     print(f"{cost.model} on {args.backend}{simulated} ({profile.runs} runs), ceilings: {ceilings.label}")

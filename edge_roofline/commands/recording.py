@@ -11,13 +11,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from edge_roofline.ros.recording import RecordingError, read_recording
+    from edge_roofline.ros.recording import read_recording
 
-    try:
-        summary = read_recording(args.mcap)
-    except RecordingError as exc:
-        print(f"error: {exc}")
-        return 2
+    summary = read_recording(args.mcap)
     print("\n".join(summary.lines()))
     if args.plot:
         if summary.last_report is None:

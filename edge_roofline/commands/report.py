@@ -4,7 +4,6 @@ sortable tables, SIMULATION banner for virtual sweeps) plus charts and operating
 from __future__ import annotations
 
 import argparse
-import sys
 
 NAME = "report"
 HELP = "HTML report of a sweep directory (Pareto front, heatmaps, rooflines, tables)"
@@ -20,11 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from edge_roofline.characterise.report import render
     from edge_roofline.characterise.store import Store
 
-    try:
-        path = render(args.dir, args.targets_ms)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"edge-roofline report: error: {exc}", file=sys.stderr)
-        return 2
+    path = render(args.dir, args.targets_ms)
     with Store(args.dir) as store:
         print(f"wrote {path}{' (SIMULATION)' if store.simulated else ''}")
     return 0

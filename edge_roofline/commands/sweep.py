@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 
 NAME = "sweep"
 HELP = "characterise a model over a device's operating points (latency, energy, Pareto front)"
@@ -120,22 +119,12 @@ def _sweep_model(args, source: str, store, settings) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edge_roofline.backends.base import BackendError
     from edge_roofline.characterise import report
-    from edge_roofline.characterise.plan import PlanError
-    from edge_roofline.characterise.store import Store, StoreError
-    from edge_roofline.characterise.sweep import SweepAborted, SweepSettings
-    from edge_roofline.platforms.base import PlatformError
-    from edge_roofline.roofline.costs import CostModelError
-    from edge_roofline.roofline.devices import UnknownDeviceError
+    from edge_roofline.characterise.store import Store
+    from edge_roofline.characterise.sweep import SweepSettings
 
-    try:
-        settings = SweepSettings(runs=args.runs, warmup=args.warmup, settle_s=args.settle_s,
-                                 idle_s=args.idle_s, min_window_s=args.min_window_s,
-                                 layer_runs=args.layer_runs)
-    except ValueError as exc:
-        print(f"edge-roofline sweep: error: {exc}", file=sys.stderr)
-        return 2
+    settings = SweepSettings(runs=args.runs, warmup=args.warmup, settle_s=args.settle_s, idle_s=args.idle_s,
+                             min_window_s=args.min_window_s, layer_runs=args.layer_runs)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with Store(args.out) as store:
@@ -145,10 +134,6 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_report:
             path = report.render(args.out, args.targets_ms)
             print(f"wrote {path}{' (SIMULATION)' if simulated else ''}")
-    except (PlatformError, BackendError, CostModelError, UnknownDeviceError, PlanError, StoreError,
-            SweepAborted, ValueError, OSError, ImportError) as exc:
-        print(f"edge-roofline sweep: error: {exc}", file=sys.stderr)
-        return 2
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0

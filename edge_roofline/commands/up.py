@@ -34,7 +34,6 @@ def run(args) -> int:
     extras = [e for e in args.extras.split(",") if e]
     unknown = [e for e in extras if e not in EXTRAS]
     if unknown:
-        print(f"unknown extra node(s) {unknown}; choose from {', '.join(EXTRAS)}")
-        return 2
+        raise ValueError(f"unknown extra node(s) {unknown}; choose from {', '.join(EXTRAS)}")
     return run_suite(args.config, extras=extras, duration_s=args.duration, log_dir=args.log_dir or None,
                      overrides=suite_overrides(args))

@@ -31,8 +31,7 @@ def run(args) -> int:
         print(format_table(calibration_table()))
         return 0
     if not args.root:
-        print("virtual-jetson: --root DIR is required (where the tree is written)")
-        return 2
+        raise ValueError("--root DIR is required (where the tree is written)")
     from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
     jetson = LiveVirtualJetson(args.root, args.device, mode_id=args.mode, seed=args.seed,
                                perturbation=args.perturbation, tick_s=args.tick)

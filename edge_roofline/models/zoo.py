@@ -388,13 +388,17 @@ NAMES: tuple[str, ...] = tuple(BUILDERS)
 ZOO_PREFIX = "zoo:"
 
 
+class UnknownModelError(KeyError):
+    """A zoo name that is not in the zoo (a KeyError, as a dict lookup would raise)."""
+
+
 def build(name: str, batch: int = 1, **opts) -> onnx.ModelProto:
     """Build a zoo model by name; ``opts`` are the builder's keyword options (e.g.
     ``resolution``, ``seq_len``, ``seed``)."""
     try:
         builder = BUILDERS[name]
     except KeyError:
-        raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(NAMES)}") from None
+        raise UnknownModelError(f"unknown zoo model {name!r}; known: {', '.join(NAMES)}") from None
     return builder(batch=batch, **opts)
 
 

@@ -22,8 +22,6 @@ from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.platforms.base import PlatformError
-from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.srv import SetTarget
 
@@ -144,7 +142,7 @@ class GovernorNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_node(GovernorNode, argv, startup_errors=(ValueError, OSError, PlatformError, CostModelError))
+    return run_node(GovernorNode, argv)
 
 
 if __name__ == "__main__":

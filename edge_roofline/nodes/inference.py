@@ -14,14 +14,13 @@ from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
-from edge_roofline.backends.base import BackendError
 from edge_roofline.inference.config import inference_config, report_ceilings
+from edge_roofline.suite.errors import one_line
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
-from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.platforms import create_platform_or_degraded
-from edge_roofline.inference.pipeline import Frame, InferenceConfig, InferencePipeline
+from edge_roofline.inference.pipeline import Frame, InferencePipeline
 from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
@@ -76,8 +75,7 @@ class InferenceNode(Node):
         else:
             self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
         self.add_on_set_parameters_callback(self.on_parameters)
-        # Chart rendering and model switches run here, off the serving thread, and are
-        # waited for at teardown.
+        # Chart rendering runs here, off the serving thread, and is waited for at teardown.
         self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._running = True
         self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
@@ -113,22 +111,20 @@ class InferenceNode(Node):
             return SetParametersResult(successful=False, reason=f"{sorted(fixed)} apply at start only; "
                                                                 f"switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
+        # Loaded here, beside the old model, and swapped in only once it works, so the reply is
+        # the truth and the parameter always names the model served. New frames wait while it
+        # loads (seconds for a big model; README).
         try:
             config = inference_config(p, self.platform)
-        except ValueError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
-        self._background.submit(self._switch, config, p)
-        return SetParametersResult(successful=True)
-
-    def _switch(self, config: InferenceConfig, p: dict) -> None:
-        try:
-            self.pipeline.ceilings = report_ceilings(p, self.platform)
+            ceilings = report_ceilings(p, self.platform)
             self.pipeline.switch(config)
-            self.get_logger().info(f"switched to {config.model} on {config.backend}")
-        except Exception as exc:  # the old model keeps serving; say why the new one didn't load
-            self.pipeline.counters.errors += 1
-            self.pipeline.counters.last_error = f"model switch to {config.model} failed: {exc}"
-            self.get_logger().error(self.pipeline.counters.last_error)
+        except Exception as exc:  # any failure: the old model keeps serving and the caller is told why
+            reason = f"not switched to {p['model']} on {p['backend']}: {one_line(exc)}"
+            self.get_logger().error(reason)
+            return SetParametersResult(successful=False, reason=reason)
+        self.pipeline.ceilings = ceilings
+        self.get_logger().info(f"switched to {config.model} on {config.backend}")
+        return SetParametersResult(successful=True)
 
     # ---- worker ------------------------------------------------------------------------
     def _serve(self) -> None:
@@ -169,7 +165,7 @@ class InferenceNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_node(InferenceNode, argv, startup_errors=(ValueError, OSError, BackendError, CostModelError))
+    return run_node(InferenceNode, argv)
 
 
 if __name__ == "__main__":

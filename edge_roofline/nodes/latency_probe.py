@@ -106,7 +106,7 @@ class LatencyProbe(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_node(LatencyProbe, argv, startup_errors=(ValueError,))
+    return run_node(LatencyProbe, argv)
 
 
 if __name__ == "__main__":

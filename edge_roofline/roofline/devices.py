@@ -22,6 +22,10 @@ PRECISIONS = ("fp32", "fp16", "int8")
 NO_CAP = -1  # nvpmodel's "-1": no cap, i.e. the table maximum
 
 
+class UnknownModeError(KeyError):
+    """Raised for an nvpmodel mode (id or name) a device does not have."""
+
+
 class UnknownDeviceError(KeyError):
     """Raised for a device name that is not in the catalogue."""
 
@@ -100,7 +104,7 @@ class DeviceSpec:
         for p in self.presets:
             if p.mode_id == mode or p.name == mode:
                 return p
-        raise KeyError(f"{self.name} has no nvpmodel mode {mode!r}; modes: "
+        raise UnknownModeError(f"{self.name} has no nvpmodel mode {mode!r}; modes: "
                        + ", ".join(f"{p.mode_id} {p.name}" for p in self.presets))
 
     def active_tpcs(self, tpc_pg_mask: int) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from edge_roofline.paths import config_dirs
+from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
 
@@ -56,7 +57,8 @@ def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
 
 def load_params(path: str | Path) -> dict[str, dict]:
     """Read a ROS 2 parameter file (``node_name: {ros__parameters: {...}}``) into
-    ``{node_name: {param: value}}``, with a clear error for malformed YAML."""
+    ``{node_name: {param: value}}``, with one clear line for malformed YAML, an unknown node or
+    key, or a value of the wrong type."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text()) or {}
@@ -64,7 +66,9 @@ def load_params(path: str | Path) -> dict[str, dict]:
         raise ValueError(f"parameter file {path} not found; pass an existing file "
                          f"(shipped ones are in {[str(d) for d in config_dirs()]})") from exc
     except yaml.YAMLError as exc:
-        raise ValueError(f"parameter file {path} is not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(f"parameter file {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"parameter file {path}: top level must map node names to "
                          f"{{ros__parameters: ...}}, got {type(data).__name__}")
@@ -74,6 +78,7 @@ def load_params(path: str | Path) -> dict[str, dict]:
         if not isinstance(node_params, dict):
             raise ValueError(f"parameter file {path}: node {node!r} needs a 'ros__parameters' mapping")
         params[str(node).lstrip("/")] = node_params
+    check_parameter_file(path, params)
     return params
 
 

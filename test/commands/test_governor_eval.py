@@ -20,4 +20,4 @@ def test_cli_prints_simulation_table_and_writes_json_and_plot(tmp_path, capsys):
         assert policy["energy_per_inference_j"] > 0 and len(policy["phases"]) == 1
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["governor-eval", str(tmp_path / "missing.yaml")]) == 2
-    assert "not found" in capsys.readouterr().out
+    assert "not found" in capsys.readouterr().err

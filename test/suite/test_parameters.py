@@ -1,0 +1,74 @@
+"""A parameter file is checked against the nodes' declared PARAMETERS before anything starts
+(`edge-roofline up` and the launch file both read it with bringup.load_params): unknown nodes,
+unknown keys, wrong types and bad YAML are one line naming the file, the key and the allowed
+ones."""
+
+import importlib
+
+import pytest
+
+from edge_roofline.suite.spec import load_params
+from edge_roofline.suite.parameters import ParameterFileError, declared_parameters
+
+
+def _file(tmp_path, text):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_tables_read_without_importing_are_the_nodes_own():
+    declared = declared_parameters()
+    assert set(declared) == {"console", "foxglove_bridge", "governor", "inference", "latency_probe",
+                             "power_monitor", "synthetic_camera"}
+    for node, table in declared.items():
+        parameters = importlib.import_module(f"edge_roofline.nodes.{node}").PARAMETERS
+        assert list(table) == list(parameters), node
+        for name, default in table.items():  # a literal default is read as it is; others are left to the node
+            assert default in (..., []) or default == parameters[name][0], (node, name)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("inferense:\n  ros__parameters:\n    model: zoo:tiny_cnn\n",
+     "unknown node 'inferense' (did you mean 'inference'?); allowed: console, foxglove_bridge, governor, "
+     "inference, latency_probe, power_monitor, synthetic_camera"),
+    ("governor:\n  ros__parameters:\n    target_latency: 20.0\n",
+     "governor: unknown key 'target_latency' (did you mean 'target_latency_ms'?); allowed: "),
+    ("inference:\n  ros__parameters:\n    scale: abc\n",
+     "inference: scale is 'abc' (string), expected double like its default 255.0"),
+    ("console:\n  ros__parameters:\n    period_s: 2\n",
+     "console: period_s is 2 (integer), expected double like its default 1.0 (write 2.0"),
+    ("inference:\n  ros__parameters:\n    mean: [1, 2, 3]\n",
+     "inference: mean is [1, 2, 3] (list), expected a list of double"),
+    ("foxglove_bridge:\n  ros__parameters:\n    topics: image\n",
+     "foxglove_bridge: topics is 'image' (string), expected a list"),
+    ("power_monitor:\n  ros__parameters:\n    publish_outputs: true\n", "power_monitor: unknown key 'publish_outputs'"),
+])
+def test_unknown_nodes_keys_and_wrong_types_are_refused(tmp_path, text, expected):
+    path = _file(tmp_path, text)
+    with pytest.raises(ParameterFileError) as info:
+        load_params(path)
+    assert str(info.value).startswith(f"parameter file {path}: ") and expected in str(info.value)
+
+
+def test_every_problem_is_named_at_once(tmp_path):
+    path = _file(tmp_path, "inference:\n  ros__parameters:\n    modle: x\n    width: wide\n")
+    with pytest.raises(ParameterFileError, match=r"unknown key 'modle' .*; inference: width is 'wide'"):
+        load_params(path)
+
+
+def test_what_ros_allows_is_allowed(tmp_path):
+    path = _file(tmp_path, "/robot/inference:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    use_sim_time: true\n"
+                           "/**:\n  ros__parameters:\n    sysfs_root: /tmp/x\n    rate_hz: 15.0\n"
+                           "governor:\n  ros__parameters:\n    margin: 0.2\n")
+    assert load_params(path)["robot/inference"]["model"] == "zoo:tiny_cnn"
+    with pytest.raises(ParameterFileError, match="unknown key 'rat_hz'"):
+        load_params(_file(tmp_path, "/**:\n  ros__parameters:\n    rat_hz: 15.0\n"))
+
+
+def test_bad_yaml_is_one_line_with_the_place(tmp_path):
+    path = _file(tmp_path, "inference:\n  ros__parameters:\n    model: [zoo:tiny_cnn\n")
+    with pytest.raises(ValueError) as info:
+        load_params(path)
+    assert str(info.value) == (f"parameter file {path} is not valid YAML at line 4, column 1: "
+                               "expected ',' or ']', but got '<stream end>'")

@@ -1,0 +1,89 @@
+"""Every command turns a user's error into one line, ``edge-roofline CMD: error: ...``, and exit
+2 (one place: cli.main); an unexpected exception is a bug and keeps its traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edge_roofline.cli import main
+from edge_roofline.commands import analyze
+
+REPO = Path(__file__).resolve().parent.parent
+
+STATIC_BATCH_SCENARIO = """\
+description: a static-batch model asked for batch 4
+device: agx_orin_64gb
+model: {model}
+precision: fp16
+phases:
+  - {{duration_s: 2, input_rate_hz: 30, target_latency_ms: 15, batch: 4}}
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A one-layer ONNX model whose batch dimension is static (1)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, 8, 8]) for n in "xy")
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "static_batch", [x], [y])
+    path = tmp_path_factory.mktemp("model") / "static_batch.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    return str(path)
+
+
+def _cases(tmp_path, model):
+    scenario = tmp_path / "static_batch.yaml"
+    scenario.write_text(STATIC_BATCH_SCENARIO.format(model=model))
+    unknown_key = tmp_path / "unknown_key.yaml"
+    unknown_key.write_text("inference:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    profile_every_frame: 10\n")
+    missing = str(tmp_path / "missing")
+    return [
+        # argv, what the line must say
+        (["analyze", missing + ".onnx"], "missing.onnx: no such file"),
+        (["analyze", model, "--operating-point", "MODE_99W"], "MODE_99W"),
+        (["ceilings", "--device", "no_such_board"], "unknown device 'no_such_board'"),
+        (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),
+        (["governor-eval", missing + ".yaml"], "not found"),
+        (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
+        (["recording", missing + ".mcap"], "not found"),
+        (["report", missing], "holds no sweep"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
+         "invalid sweep settings: runs=0"),
+        (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "
+                                                "'profile_every_frame' (did you mean 'profile_every_frames'?)"),
+        (["up", "--with", "camera"], "unknown extra node(s) ['camera']"),
+        (["up", "--config", missing + ".yaml"], "not found"),
+        (["virtual-jetson", "--device", "agx_orin_64gb"], "--root DIR is required"),
+    ]
+
+
+def test_each_command_reports_a_user_error_on_one_line(tmp_path, model, capsys):
+    for argv, expected in _cases(tmp_path, model):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and err.startswith(f"edge-roofline {argv[0]}: error: "), (argv, err)
+        assert expected in err, (argv, err)
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):
+    monkeypatch.setattr(analyze, "run", lambda args: {}["missing"])
+    with pytest.raises(KeyError):
+        main(["analyze", "x.onnx"])
+    # A library's ValueError (raised outside edge_roofline) is a bug too, not a user's input error.
+    monkeypatch.setattr(analyze, "run", lambda args: int("not a number"))
+    with pytest.raises(ValueError):
+        main(["analyze", "x.onnx"])
+
+
+def test_the_process_prints_one_line_and_no_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("inference:\n  ros__parameters:\n    model: [zoo:tiny_cnn\n")
+    proc = subprocess.run([sys.executable, "-m", "edge_roofline.cli", "up", "--config", str(bad)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == (f"edge-roofline up: error: parameter file {bad} is not valid YAML at line 4, "
+                                   "column 1: expected ',' or ']', but got '<stream end>'")
