@@ -19,6 +19,11 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     return {name: node.get_parameter(name).value for name in parameters}
 
 
+def ros_now_s(node: Node) -> float:
+    """The node's ROS clock, in seconds (the clock message stamps are on)."""
+    return node.get_clock().now().nanoseconds * 1e-9
+
+
 def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,)) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
     start (bad parameters, unloadable model) prints why and exits 2 instead of a traceback.

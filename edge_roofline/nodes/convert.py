@@ -93,6 +93,10 @@ def diagnostic_array_msg(statuses: list[Status], stamp, hardware_id: str) -> Dia
     return array
 
 
+def stamp_s(stamp: Time) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
 def latency_s_from_stats(msg: InferenceStats) -> float | None:
     """The frame's execution time, or None for a frame that never ran (rejected input or an
     error before execution publish 0). NaN stays NaN: that is a measurement gone wrong."""

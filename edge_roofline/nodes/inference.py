@@ -8,6 +8,7 @@ import concurrent.futures
 import sys
 import threading
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -18,11 +19,12 @@ from edge_roofline.backends.base import BackendError
 from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
-from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.nodes.common import declare_parameters, ros_now_s, run_node
 from edge_roofline.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.runtime import create_platform_or_degraded
 from edge_roofline.serving import Frame, InferenceConfig, InferencePipeline
+from edge_roofline.telemetry.stream_health import StreamHealth
 from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
@@ -50,6 +52,7 @@ PARAMETERS = {
     "profile_budget_fraction": (0.005, "a profiled run waits until its extra cost is this fraction of inference time served"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
+    "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
 }
 SWITCHABLE = {"model", "backend", "precision"}
 
@@ -64,11 +67,16 @@ class InferenceNode(Node):
             if problem:
                 self.get_logger().error(problem)
         self.device_name = p["device"] or "host CPU"
+        self.hardware_id = self.platform.identity().model if self.platform else self.device_name
         self.pipeline = InferencePipeline(self._config(p), self._ceilings(p))
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
         self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
         self.chart_pub = self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1) if p["publish_chart"] else None
+        # No expected rate (the camera sets it): a stalled stream is what this catches.
+        self.stats_health = StreamHealth(f"edge_roofline: {topics.INFERENCE_STATS}", ros_now_s(self))
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
+        self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
         if p["tensor_topic"]:
             self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
         else:
@@ -161,6 +169,7 @@ class InferenceNode(Node):
             if self.output_pub is not None and result.outputs:
                 self.output_pub.publish(convert.tensor_array_msg(result.outputs, stats.header))
             self.stats_pub.publish(stats)
+            self.stats_health.tick(ros_now_s(self), convert.stamp_s(stats.header.stamp))
             if result.report is not None:
                 point = self.platform.current_operating_point() if self.platform else None
                 self.report_pub.publish(convert.roofline_report_msg(
@@ -170,6 +179,10 @@ class InferenceNode(Node):
                 if self.chart_pub is not None:
                     # Rendering takes ~0.1-0.3 s: off the serving thread.
                     self._background.submit(self._publish_chart, result.report, result.model_id)
+
+    def publish_diagnostics(self) -> None:
+        self.diagnostics_pub.publish(convert.diagnostic_array_msg(
+            self.stats_health.statuses(ros_now_s(self)), self.get_clock().now().to_msg(), self.hardware_id))
 
     def _publish_chart(self, report, model_id: str) -> None:
         sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""
