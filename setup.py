@@ -88,7 +88,9 @@ class BuildRosPackage(Command):
                        check=True, env=env)
         subprocess.run(["cmake", "--install", str(build_dir)], check=True,
                        env={**env, "DESTDIR": str(build_dir / "stage")})
-        shutil.copytree(_staged_site_packages(), self.build_lib, dirs_exist_ok=True)
+        # build_lib survives between builds: a module deleted or moved in the source must not ship.
+        shutil.rmtree(self.build_lib, ignore_errors=True)
+        shutil.copytree(_staged_site_packages(), self.build_lib)
 
 
 class BuildWithCMake(build):

@@ -42,6 +42,17 @@ def test_messages_and_package_import_from_site_packages(ros_env, tmp_path):
     assert paths and all(Path(path).is_relative_to(SITE) for path in paths), paths
 
 
+def test_installed_package_holds_no_module_the_source_lacks():
+    """A module deleted or moved in the source is gone from the install too (a stale copy would
+    hide a broken import). Fails after a move until the package is reinstalled (make setup)."""
+    installed = SITE / "edge_roofline"
+    generated = {installed / "msg", installed / "srv"}
+    stale = [str(path.relative_to(SITE)) for path in installed.rglob("*.py")
+             if not any(g in path.parents for g in generated)
+             and not (REPO / path.relative_to(SITE)).exists()]
+    assert not stale, f"installed but not in the source: {stale}; reinstall with make setup"
+
+
 def test_cli_runs_from_the_venv(ros_env, tmp_path):
     cli = PREFIX / "bin" / "edge-roofline"
     run = subprocess.run([str(cli), "ceilings", "--help"], cwd=tmp_path, env=installed_env(ros_env),
