@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 from edge_roofline import topics
+from edge_roofline.cli import main as cli_main
 from edge_roofline.msg import PowerTelemetry
 from test.ros.rosutil import log_text, stop_node, watcher
 
@@ -53,12 +54,16 @@ def test_installed_package_holds_no_module_the_source_lacks():
     assert not stale, f"installed but not in the source: {stale}; reinstall with make setup"
 
 
-def test_cli_runs_from_the_venv(ros_env, tmp_path):
-    cli = PREFIX / "bin" / "edge-roofline"
-    run = subprocess.run([str(cli), "ceilings", "--help"], cwd=tmp_path, env=installed_env(ros_env),
+def test_cli_runs_from_the_venv(ros_env, tmp_path, capsys):
+    """A command that reads the installed package data (the device catalogue) prints what the
+    source tree's CLI prints."""
+    args = ["ceilings", "--device", "agx_orin_64gb", "--operating-point", "MAXN"]
+    run = subprocess.run([str(PREFIX / "bin" / "edge-roofline"), *args], cwd=tmp_path, env=installed_env(ros_env),
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert "usage: edge-roofline ceilings" in run.stdout
+    assert cli_main(args) == 0
+    assert run.stdout == capsys.readouterr().out
+    assert run.stdout.startswith("AGX Orin 64GB MAXN gpu fp32\n  peak ")
 
 
 def test_installed_node_executable_publishes(ros_env, tmp_path):
