@@ -71,6 +71,10 @@ class BuildRosPackage(Command):
         self.set_undefined_options("build", ("build_lib", "build_lib"))
 
     def run(self) -> None:
+        if not (Path(sys.prefix) / "share" / "ament_cmake").is_dir() and "AMENT_PREFIX_PATH" not in os.environ:
+            raise SystemExit(f"edge_roofline: no ROS 2 build tools in {sys.prefix}: pip install -r "
+                             "requirements/ros-jazzy-build.txt first (or ros-kilted-build.txt; `make setup` does "
+                             "it), or source a ROS 2 install")
         build_dir = _build_dir()
         shutil.rmtree(build_dir / "stage", ignore_errors=True)
         env = dict(os.environ)
