@@ -26,7 +26,8 @@ setup: $(PKG_STAMP)
 
 check-distro:
 	@case " $(PIP_DISTROS) " in *" $(ROS_DISTRO) "*) ;; *) \
-	  echo "ROS_DISTRO=$(ROS_DISTRO) has no PyPI wheels here (pip path: $(PIP_DISTROS)); build it with colcon (README) or pass ROS_DISTRO=jazzy"; \
+	  echo "ROS_DISTRO=$(ROS_DISTRO) has no PyPI wheels here (pip path: $(PIP_DISTROS));" \
+	    "build it with colcon (README) or pass ROS_DISTRO=jazzy"; \
 	  exit 2;; esac
 
 # Debian/Ubuntu packages needed to build the messages (cmake, a C/C++ compiler, venv), and

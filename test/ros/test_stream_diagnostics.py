@@ -54,7 +54,8 @@ def test_power_telemetry_stall_shows_in_diagnostics(ros_env, tmp_path):
                 # the sampler's read the same way; telemetry still goes out every period, with
                 # no fresh sample in it.
                 board.stop()
-                rail = next((board.root / "sys" / "bus" / "i2c" / "drivers" / "ina3221").glob("*/hwmon/hwmon*/in*_input"))
+                ina3221 = board.root / "sys" / "bus" / "i2c" / "drivers" / "ina3221"
+                rail = next(ina3221.glob("*/hwmon/hwmon*/in*_input"))
                 rail.unlink()
                 os.mkfifo(rail)
                 assert spin_until(level_is(diagnostics, frequency, DiagnosticStatus.ERROR), timeout_s=20,
