@@ -8,12 +8,14 @@ import concurrent.futures
 import sys
 import threading
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
+from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.inference.config import inference_config, report_ceilings
 from edge_roofline.suite.errors import one_line
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
@@ -21,6 +23,7 @@ from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.inference.pipeline import Frame, InferencePipeline
+from edge_roofline.telemetry.stream_health import StreamHealth
 from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
@@ -49,6 +52,7 @@ PARAMETERS = {
                                        "time served"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
+    "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
 }
 SWITCHABLE = {"model", "backend", "precision"}
 
@@ -63,6 +67,7 @@ class InferenceNode(Node):
             if problem:
                 self.get_logger().error(problem)
         self.device_name = p["device"] or "host CPU"
+        self.hardware_id = self.platform.identity().model if self.platform else self.device_name
         self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform))
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
@@ -70,6 +75,10 @@ class InferenceNode(Node):
                            if p["publish_outputs"] else None)
         self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1)
                           if p["publish_chart"] else None)
+        # No expected rate (the camera sets it): a stalled stream is what this catches.
+        self.stats_health = StreamHealth(f"edge_roofline: {topics.INFERENCE_STATS}", stamp_s(self.get_clock().now()))
+        self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
+        self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
         if p["tensor_topic"]:
             self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
         else:
@@ -138,6 +147,7 @@ class InferenceNode(Node):
             if self.output_pub is not None and result.outputs:
                 self.output_pub.publish(convert.tensor_array_msg(result.outputs, stats.header))
             self.stats_pub.publish(stats)
+            self.stats_health.tick(stamp_s(self.get_clock().now()), stamp_s(stats.header.stamp))
             if result.report is not None:
                 point = self.platform.current_operating_point() if self.platform else None
                 self.report_pub.publish(convert.roofline_report_msg(
@@ -147,6 +157,11 @@ class InferenceNode(Node):
                 if self.chart_pub is not None:
                     # Rendering takes ~0.1-0.3 s: off the serving thread.
                     self._background.submit(self._publish_chart, result.report, result.model_id)
+
+    def publish_diagnostics(self) -> None:
+        now = self.get_clock().now()
+        self.diagnostics_pub.publish(convert.diagnostic_array_msg(
+            self.stats_health.statuses(stamp_s(now)), now.to_msg(), self.hardware_id))
 
     def _publish_chart(self, report, model_id: str) -> None:
         sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""

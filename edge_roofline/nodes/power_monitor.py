@@ -9,6 +9,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
 from edge_roofline.ros import topics
+from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.msg import PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
@@ -16,6 +17,7 @@ from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.srv import GetPowerMode, SetPowerMode
 from edge_roofline.telemetry import diagnostics, modes
 from edge_roofline.telemetry.sampler import PowerSampler
+from edge_roofline.telemetry.stream_health import StreamHealth
 
 PARAMETERS = {
     "platform": ("auto", "auto | jetson | nvml | cpu | virtual:DEVICE (e.g. virtual:agx_orin_64gb)"),
@@ -47,6 +49,9 @@ class PowerMonitor(Node):
         self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
         self.telemetry_pub = self.create_publisher(PowerTelemetry, topics.POWER_TELEMETRY, 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
+        # Counts only messages with fresh samples: a window without one repeats stale data.
+        self.telemetry_health = StreamHealth(f"edge_roofline: {topics.POWER_TELEMETRY}",
+                                             stamp_s(self.get_clock().now()), min_rate_hz=p["publish_rate_hz"])
         self.create_timer(1.0 / p["publish_rate_hz"], self.publish_telemetry)
         self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
         self.create_service(GetPowerMode, topics.POWER_GET_MODE, self.on_get_mode)
@@ -59,15 +64,18 @@ class PowerMonitor(Node):
     def publish_telemetry(self) -> None:
         window = self.sampler.take_window()
         self._last_window = window
-        msg = convert.power_telemetry_msg(window, self.get_clock().now().to_msg(), self.identity.model,
-                                          self._current_point())
+        now = self.get_clock().now()
+        msg = convert.power_telemetry_msg(window, now.to_msg(), self.identity.model, self._current_point())
         self.telemetry_pub.publish(msg)
+        if window.samples:
+            self.telemetry_health.tick(stamp_s(now), stamp_s(msg.header.stamp))
 
     def publish_diagnostics(self) -> None:
         window = self._last_window
-        if window is None:  # taking a window here would withhold its energy from the telemetry
-            return
-        statuses = diagnostics.evaluate(window, self.thresholds, self.identity.model)
+        # Before the first window only the stream's health: taking a window here would withhold
+        # its energy from the telemetry.
+        statuses = [] if window is None else diagnostics.evaluate(window, self.thresholds, self.identity.model)
+        statuses += self.telemetry_health.statuses(stamp_s(self.get_clock().now()))
         self.diagnostics_pub.publish(
             convert.diagnostic_array_msg(statuses, self.get_clock().now().to_msg(), self.identity.model))
 

@@ -1,5 +1,6 @@
 """The package builds with colcon (from PyPI) in a fresh workspace against the ROS prefix at
-hand, and the messages it installs import from the install space."""
+hand (under `make test`: the Jazzy wheels), and the messages it installs import from the
+install space."""
 
 import os
 import shutil
@@ -8,7 +9,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_ITEMS = ["package.xml", "CMakeLists.txt", "msg", "srv", "edge_roofline", "launch", "config"]
+# The whole package as a clone has it: setup.py and pyproject.toml next to package.xml must not
+# make colcon take it for a Python package (package.xml's ament_cmake build type wins).
+PACKAGE_ITEMS = ["package.xml", "CMakeLists.txt", "setup.py", "pyproject.toml", "requirements", "README.md",
+                 "msg", "srv", "edge_roofline", "launch", "config"]
 
 
 def test_colcon_build_in_fresh_workspace(tmp_path):
