@@ -57,6 +57,9 @@ class SimulationLabelled(Platform):
     def sample_power(self) -> TelemetrySample:
         return self._label(self.inner.sample_power())
 
+    def power_update_interval_s(self) -> float | None:
+        return self.inner.power_update_interval_s()
+
     def restore(self) -> None:
         self.inner.restore()
 

@@ -1,8 +1,9 @@
 """Power sampling and energy integration over any platform.
 
-A background thread samples the platform at a fixed rate (>= 200 Hz by default: the INA3221
-updates every few ms, and jtop's 0.5 s exponential average is not an energy integral) and
-integrates total power with the trapezoidal rule. Consumers take *windows*: everything
+A background thread samples the platform at the power sensor's own rate (the INA3221 converts
+every ``update_interval`` ms; reading faster returns the same value), capped at ``rate_hz``
+(200 Hz by default; also the rate where the sensor's is unknown), and integrates total power
+with the trapezoidal rule (jtop's 0.5 s exponential average is not an energy integral). Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
 """
 
@@ -62,11 +63,21 @@ class EnergyIntegrator:
 class PowerSampler:
     def __init__(self, platform: Platform, rate_hz: float = 200.0, clock: Clock | None = None,
                  full_rate_hz: float = 10.0) -> None:
-        """Power is read at ``rate_hz`` (``Platform.sample_power``: rails only); a full sample
-        (clocks, loads, temperatures: many more files) at ``full_rate_hz``."""
+        """Power is read (``Platform.sample_power``: rails only) at the sensor's update rate, at
+        most ``rate_hz``; a full sample (clocks, loads, temperatures: many more files) at
+        ``full_rate_hz``. ``rate_hz`` / ``rate_reason`` say what is in force."""
         if not rate_hz > 0 or not full_rate_hz > 0:
             raise ValueError(f"sampling rates must be > 0 Hz, got {rate_hz} and {full_rate_hz}")
         self.platform = platform
+        interval_s = platform.power_update_interval_s()
+        if interval_s is None:
+            self.rate_reason = f"{rate_hz:.0f} Hz cap (the power sensor's update interval is unknown)"
+        elif 1.0 / interval_s < rate_hz:
+            rate_hz = 1.0 / interval_s
+            self.rate_reason = f"the power sensor's update interval of {interval_s * 1e3:.0f} ms"
+        else:
+            self.rate_reason = f"{rate_hz:.0f} Hz cap (the sensor updates every {interval_s * 1e3:.1f} ms)"
+        self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
         self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
         self._last_full: TelemetrySample | None = None
@@ -110,12 +121,15 @@ class PowerSampler:
 
     def _latest(self) -> TelemetrySample | None:
         """The latest power with the clocks and temperatures of the last full sample (merged
-        when a window is taken, not at every 200 Hz reading)."""
+        when a window is taken, not at every fast reading); rails the fast path did not read
+        (a platform may read only the total-power rails there) come from the full sample."""
         power, full = self._latest_power, self._last_full
         if power is None or power is full:
             return power
-        return replace(full, timestamp_s=power.timestamp_s, rails=power.rails,
-                       total_power_w=power.total_power_w, source=power.source)
+        rails = {r.name: r for r in full.rails if r.name not in power.missing_rails}
+        rails.update((r.name, r) for r in power.rails)
+        return replace(full, timestamp_s=power.timestamp_s, rails=tuple(rails.values()),
+                       total_power_w=power.total_power_w, source=power.source, missing_rails=power.missing_rails)
 
     def take_window(self) -> TelemetryWindow:
         now_s = self.clock.now_s()

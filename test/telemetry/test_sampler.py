@@ -76,6 +76,31 @@ def test_background_thread_samples_at_the_requested_rate():
     assert clock_platform.calls > 0.5 * 200 * 0.5
 
 
+def test_rate_is_the_sensors_update_rate_under_the_cap_and_runs_at_it():
+    import time
+    slow = ScriptedPlatform(SimClock(), update_interval_s=0.013)
+    sampler = PowerSampler(slow, rate_hz=200)
+    assert sampler.rate_hz == pytest.approx(1 / 0.013) and "13 ms" in sampler.rate_reason
+    assert PowerSampler(ScriptedPlatform(SimClock(), update_interval_s=0.002), rate_hz=200).rate_hz == 200
+    assert PowerSampler(ScriptedPlatform(SimClock()), rate_hz=200).rate_hz == 200  # unknown: the cap
+    sampler.start()
+    time.sleep(0.5)
+    sampler.stop()
+    assert 0.5 * 0.5 / 0.013 < slow.calls <= 0.5 / 0.013 + 2  # not 100 (200 Hz x 0.5 s)
+
+
+def test_missing_rails_reach_diagnostics_with_their_reasons():
+    clock = SimClock()
+    why = "/sys/.../curr3_input: No such file or directory"
+    platform = ScriptedPlatform(clock, missing_rails={"VIN_SYS_5V0": why})
+    sampler = PowerSampler(platform, rate_hz=100, clock=clock)
+    drive(sampler, clock, 0.2, 100)
+    window = sampler.take_window()
+    assert window.latest.missing_rails == {"VIN_SYS_5V0": why}
+    rails = next(s for s in diagnostics.evaluate(window, diagnostics.Thresholds(), "test") if s.name.endswith("rails"))
+    assert rails.level == diagnostics.WARN and "VIN_SYS_5V0" in rails.message and rails.values["VIN_SYS_5V0"] == why
+
+
 @pytest.mark.parametrize("temp_c,level", [(60.0, diagnostics.OK), (90.0, diagnostics.WARN), (97.0, diagnostics.ERROR)])
 def test_temperature_thresholds(temp_c, level):
     clock = SimClock(start_s=temp_c - 50.0)  # the scripted gpu-thermal is 50 C + t
