@@ -8,7 +8,7 @@ refresh at its own interval (the ``jtop()`` client asks for 1 s), whatever rate 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 
 from edge_roofline.platforms.base import RailSample
@@ -53,7 +53,7 @@ class RailSource:
         """The INA3221s' conversion period on the sysfs path; None with jtop (left at its own rate)."""
         return None if self._reader is None else power.update_interval_s(self._channels)
 
-    def read(self, labels: Collection[str] | None = None, check_paths: bool = False
+    def read(self, labels: tuple[str, ...] | None = None, check_paths: bool = False
              ) -> tuple[tuple[RailSample, ...], tuple[power.RailReadError, ...]]:
         """The rails in ``labels`` (None: all; jtop always gives all); ``check_paths``: first
         notice rail files removed or replaced (a stat each; sysfs path)."""

@@ -78,6 +78,7 @@ class JetsonPlatform(Platform):
         self._presets = {p.mode_id: p for p in self.device.presets}
         self._cores = cpu.list_cores(self.root)
         self._gpu = gpu.find_gpu(self.root)
+        self._zones = thermal.find_zones(self.root)
         self._rails = RailSource(self.root, default_client if self.root == Path("/") else None)
         self._missing_rails: dict[str, str] = {}  # rail -> reason, as last reported
         self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
@@ -230,7 +231,7 @@ class JetsonPlatform(Platform):
             gpu_freq_hz=gpu_status.cur_freq_hz if gpu_status else None,
             gpu_load_pct=gpu_status.load_pct if gpu_status else None,
             emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
-            temperatures_c=thermal.read_thermal(self.root), nvpmodel_mode=self._preset.name,
+            temperatures_c=thermal.read_zones(self._zones), nvpmodel_mode=self._preset.name,
             operating_point=self._point.name, source=source, missing_rails=self._missing_rails)
 
     def restore(self) -> None:

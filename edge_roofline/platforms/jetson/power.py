@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,60 +83,67 @@ class RailReader:
 
     def __init__(self, channels: list[RailChannel]) -> None:
         self.channels = channels
-        self._fds: dict[Path, tuple[int, tuple[int, int]]] = {}  # path -> (fd, (st_dev, st_ino))
-        for ch in channels:
-            for path in (ch.voltage_path, ch.current_path):
+        # Per channel: (label, voltage file, current file), paths as str (hashed at every read).
+        self._files = [(c.label, str(c.voltage_path), str(c.current_path)) for c in channels]
+        self._subsets: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+        self._fds: dict[str, int] = {}
+        self._identity: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) of the file opened
+        for _, voltage, current in self._files:
+            for path in (voltage, current):
                 try:
                     self._open(path)
                 except OSError:
                     pass  # reported by the first read
 
-    def _open(self, path: Path) -> int:
+    def _open(self, path: str) -> int:
         fd = os.open(path, os.O_RDONLY)
         st = os.fstat(fd)
-        self._fds[path] = (fd, (st.st_dev, st.st_ino))
+        self._fds[path], self._identity[path] = fd, (st.st_dev, st.st_ino)
         return fd
 
-    def _forget(self, path: Path) -> None:
-        fd, _ = self._fds.pop(path, (None, None))
+    def _forget(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
         if fd is not None:
             os.close(fd)
 
     def check_paths(self) -> None:
         """Drop descriptors whose path is gone or names another file now (reopened on the next read)."""
-        for path, (_, identity) in list(self._fds.items()):
+        for path in list(self._fds):
             try:
                 st = os.stat(path)
                 current = (st.st_dev, st.st_ino)
             except OSError:
                 current = None
-            if current != identity:
+            if current != self._identity[path]:
                 self._forget(path)
 
-    def _value(self, rail: str, path: Path) -> int:
+    def _value(self, rail: str, path: str) -> int:
         try:
-            fd = self._fds[path][0] if path in self._fds else self._open(path)
-            data = os.pread(fd, 32, 0)
+            fd = self._fds.get(path)
+            data = os.pread(self._open(path) if fd is None else fd, 32, 0)
         except OSError as exc:
             self._forget(path)
-            raise RailReadError(rail, path, exc.strerror or str(exc)) from None
+            raise RailReadError(rail, Path(path), exc.strerror or str(exc)) from None
         try:
-            return int(data.split()[0])
-        except (ValueError, IndexError):
-            raise RailReadError(rail, path, f"not a number: {data[:32]!r}") from None
+            return int(data)  # surrounding whitespace allowed
+        except ValueError:
+            raise RailReadError(rail, Path(path), f"not a number: {data[:32]!r}") from None
 
-    def read(self, labels: Collection[str] | None = None) -> tuple[tuple[RailSample, ...], tuple[RailReadError, ...]]:
+    def read(self, labels: tuple[str, ...] | None = None) -> tuple[tuple[RailSample, ...], tuple[RailReadError, ...]]:
         """Every rail (or those in ``labels``) that reads, and a typed error for each that does
         not (one bad rail does not lose the others)."""
+        files = self._files if labels is None else self._subsets.get(labels)
+        if files is None:
+            files = self._subsets[labels] = [f for f in self._files if f[0] in labels]
         samples, errors = [], []
-        for ch in self.channels if labels is None else [c for c in self.channels if c.label in labels]:
+        for label, voltage, current in files:
             try:
-                volts = self._value(ch.label, ch.voltage_path) / 1000.0
-                amps = self._value(ch.label, ch.current_path) / 1000.0
+                volts = self._value(label, voltage) / 1000.0
+                amps = self._value(label, current) / 1000.0
             except RailReadError as exc:
                 errors.append(exc)
                 continue
-            samples.append(RailSample(ch.label, volts, amps, volts * amps))
+            samples.append(RailSample(label, volts, amps, volts * amps))
         return tuple(samples), tuple(errors)
 
     def close(self) -> None:
