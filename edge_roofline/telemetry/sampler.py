@@ -24,11 +24,12 @@ class TelemetryWindow:
     start_s: float
     end_s: float
     samples: int
-    window_energy_j: float  # NaN when the platform measures no power
+    window_energy_j: float  # NaN when no power was measured in the window
     total_energy_j: float
     sample_rate_hz: float
     errors: int
     last_error: str
+    power_covered_s: float = 0.0  # the time the energy integral covers (gaps in power excluded)
 
     @property
     def duration_s(self) -> float:
@@ -36,7 +37,9 @@ class TelemetryWindow:
 
     @property
     def average_power_w(self) -> float:
-        return self.window_energy_j / self.duration_s if self.duration_s > 0 else math.nan
+        """Over the time power was measured: a rail lost for part of the window must not read
+        as a power drop, nor a window without power as 0 W."""
+        return self.window_energy_j / self.power_covered_s if self.power_covered_s > 0 else math.nan
 
 
 class EnergyIntegrator:
@@ -47,17 +50,18 @@ class EnergyIntegrator:
         self.total_energy_j = 0.0
         self._last: tuple[float, float] | None = None
 
-    def add(self, timestamp_s: float, power_w: float | None) -> float:
-        """Add a reading; returns the energy added (J)."""
+    def add(self, timestamp_s: float, power_w: float | None) -> tuple[float, float]:
+        """Add a reading; returns the energy added (J) and the time it covers (s)."""
         if power_w is None or not math.isfinite(power_w):
             self._last = None
-            return 0.0
-        added = 0.0
+            return 0.0, 0.0
+        added, covered_s = 0.0, 0.0
         if self._last is not None and timestamp_s > self._last[0]:
-            added = 0.5 * (power_w + self._last[1]) * (timestamp_s - self._last[0])
+            covered_s = timestamp_s - self._last[0]
+            added = 0.5 * (power_w + self._last[1]) * covered_s
             self.total_energy_j += added
         self._last = (timestamp_s, power_w)
-        return added
+        return added, covered_s
 
 
 class PowerSampler:
@@ -95,6 +99,7 @@ class PowerSampler:
         self._window_start_s = now_s
         self._window_samples = 0
         self._window_energy_j = 0.0
+        self._window_covered_s = 0.0
         self._window_errors = 0
         self._window_last_error = ""
 
@@ -111,9 +116,10 @@ class PowerSampler:
                 self._window_last_error = f"{type(exc).__name__}: {exc}"
             return
         with self._lock:
-            added = self._integrator.add(sample.timestamp_s, sample.total_power_w)
+            added, covered_s = self._integrator.add(sample.timestamp_s, sample.total_power_w)
             self._has_power = self._has_power or sample.total_power_w is not None
             self._window_energy_j += added
+            self._window_covered_s += covered_s
             self._window_samples += 1
             if full:
                 self._last_full, self._last_full_s = sample, now_s
@@ -138,10 +144,11 @@ class PowerSampler:
             window = TelemetryWindow(
                 latest=self._latest(), start_s=self._window_start_s, end_s=now_s,
                 samples=self._window_samples,
-                window_energy_j=self._window_energy_j if self._has_power else math.nan,
+                window_energy_j=self._window_energy_j if self._window_covered_s > 0 else math.nan,
                 total_energy_j=self._integrator.total_energy_j if self._has_power else math.nan,
                 sample_rate_hz=self._window_samples / duration_s if duration_s > 0 else 0.0,
-                errors=self._window_errors, last_error=self._window_last_error)
+                errors=self._window_errors, last_error=self._window_last_error,
+                power_covered_s=self._window_covered_s)
             self._reset_window(now_s)
         return window
 

@@ -42,7 +42,8 @@ class ScriptedPlatform(Platform):
             raise OSError("hwmon3/in1_input: No such file or directory")
         t = self.clock.now_s()
         p = self.power_w(t)
-        return TelemetrySample(timestamp_s=t, rails=(RailSample("VDD_GPU_SOC", 5.0, p / 5.0, p),),
+        rails = () if p is None else (RailSample("VDD_GPU_SOC", 5.0, p / 5.0, p),)  # None: the rail is lost
+        return TelemetrySample(timestamp_s=t, rails=rails,
                                total_power_w=p, temperatures_c={"gpu-thermal": 50.0 + t},
                                source="scripted", nvpmodel_mode=self.current.name,
                                missing_rails=dict(self.missing_rails))

@@ -42,6 +42,26 @@ def test_windows_split_energy_exactly():
     assert second.total_energy_j == pytest.approx(6.0)
 
 
+def test_a_window_without_power_is_nan_not_zero_and_a_gap_is_not_a_power_drop():
+    """A total-power rail lost mid-run: the window's average is over the time power was
+    measured (not diluted by the gap), and a window with none at all is NaN, not 0 W."""
+    clock = SimClock()
+    lost = [False]
+    platform = ScriptedPlatform(clock, lambda t: None if lost[0] else 8.0)
+    sampler = PowerSampler(platform, rate_hz=100, clock=clock)
+    sampler.sample_once()
+    drive(sampler, clock, 0.5, 100)
+    lost[0] = True
+    drive(sampler, clock, 0.5, 100)
+    half = sampler.take_window()
+    drive(sampler, clock, 0.5, 100)
+    none = sampler.take_window()
+    assert half.average_power_w == pytest.approx(8.0) and half.window_energy_j == pytest.approx(4.0)
+    assert half.power_covered_s == pytest.approx(0.5)
+    assert math.isnan(none.average_power_w) and math.isnan(none.window_energy_j)
+    assert none.total_energy_j == pytest.approx(4.0)
+
+
 def test_a_gap_in_readings_is_not_bridged():
     integ = EnergyIntegrator()
     integ.add(0.0, 10.0)
