@@ -17,8 +17,9 @@ sees a torn value:
   with one copy (the writer's ``pwrite`` into the page cache, the reader's ``pread`` out of it).
   Linux does not lock a buffered read against a write on ext4 or tmpfs, so this rests on the
   copy of 8 aligned bytes not being split, which holds for the kernel's user-copy routines in
-  practice but is no documented guarantee: ``test_no_torn_rail_values`` checks it (millions of
-  reads against a writer flipping every byte see only whole values; a 4 KiB value does tear).
+  practice but is no documented guarantee: ``test_no_torn_rail_values`` checks it (about a
+  million reads a second against a writer flipping every byte see only whole values; the same
+  check by hand with 4 KiB values saw about 1 % torn reads on this VM, 8- to 24-byte values none).
 """
 
 from __future__ import annotations
