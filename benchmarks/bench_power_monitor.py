@@ -1,17 +1,26 @@
 """Power sampling rate achieved and the CPU time it costs, on the code path a robot runs: the
-real Jetson backend (sysfs readers) over a live virtual AGX Orin's tree (the board itself runs
-in another process, so its cost is not counted here). SIMULATION board, real sampler.
+real Jetson backend (sysfs readers, rail files kept open) and ``PowerSampler`` over a live
+virtual AGX Orin's tree (the board runs in another process, so its cost is not counted here).
+SIMULATION board, real sampler.
 
-Prints numbers; asserts nothing. Goal: >= 200 Hz sampling using < 2 % of one core.
+Each run measures, one after the other in this process, for ``--seconds`` each:
+- the sampler at the rate in force (the INA3221s' ``update_interval``, capped at ``--rate``);
+- a bare sleep loop at that rate (the same schedule, no reads): the floor on this machine now;
+- the same two at the old fixed ``--rate`` (the sensor's interval hidden from the sampler).
+The machine is shared, so compare the sampler with the bare loop of the same run (the ratio).
 
-    python benchmarks/bench_power_monitor.py [--seconds S] [--rate HZ]
+Prints numbers; asserts nothing. Goal: < 2 % of one core at the rate in force.
+
+    python benchmarks/bench_power_monitor.py [--seconds S] [--rate HZ] [--runs N]
 """
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -25,39 +34,84 @@ from edge_roofline.telemetry.sampler import PowerSampler  # noqa: E402
 localhost_environment()
 
 
+def cpu_pct(seconds: float, start, stop) -> tuple[float, float]:
+    """(% of one core this process used while ``start()`` .. ``stop()`` ran, wall seconds)."""
+    start()
+    time.sleep(0.5)  # settle (first full sample, caches)
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    time.sleep(seconds)
+    cpu_s, wall_s = time.process_time() - cpu0, time.monotonic() - wall0
+    stop()
+    return 100 * cpu_s / wall_s, wall_s
+
+
+def bare_loop(rate_hz: float, seconds: float) -> float:
+    """A thread that only keeps the sampler's schedule (time.sleep to the next tick)."""
+    done = threading.Event()
+
+    def run():
+        period_s, next_s = 1.0 / rate_hz, time.monotonic()
+        while not done.is_set():
+            next_s += period_s
+            delay_s = next_s - time.monotonic()
+            if delay_s > 0:
+                time.sleep(delay_s)
+    thread = threading.Thread(target=run)
+    pct, _ = cpu_pct(seconds, thread.start, lambda: (done.set(), thread.join()))
+    return pct
+
+
+def sampler_run(platform, cap_hz: float, seconds: float, follow_sensor: bool) -> tuple[float, float, PowerSampler]:
+    if not follow_sensor:
+        platform.power_update_interval_s = lambda: None  # the old behaviour: sample at the cap
+    sampler = PowerSampler(platform, rate_hz=cap_hz)
+    holder = {}
+
+    def stop():
+        holder["window"] = sampler.take_window()
+        sampler.stop()
+    pct, wall_s = cpu_pct(seconds, lambda: (sampler.start(), time.sleep(0.5), sampler.take_window()), stop)
+    if not follow_sensor:
+        del platform.power_update_interval_s
+    window = holder["window"]
+    return pct, window.samples / window.duration_s, sampler
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10.0)
-    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--rate", type=float, default=200.0, help="the sampler's cap (sample_rate_hz)")
+    ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench_power_"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    total_s = args.runs * 4 * (args.seconds + 1.5) + 30
     board = subprocess.Popen([sys.executable, "-m", "edge_roofline.cli", "virtual-jetson", "--root", str(root),
-                              "--mode", "0", "--duration", str(args.seconds + 30)],
+                              "--mode", "0", "--duration", str(total_s)],
                              env=env, stdout=subprocess.PIPE, text=True)
+    results = {"sensor": [], "fixed": []}
     try:
         board.stdout.readline()  # "virtual ... live at ..." once the tree exists
         platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(root))
-        sampler = PowerSampler(platform, rate_hz=args.rate)
-        sampler.start()
-        time.sleep(1.0)
-        sampler.take_window()
-        cpu0, wall0 = time.process_time(), time.monotonic()
-        time.sleep(args.seconds)
-        window = sampler.take_window()
-        cpu_s, wall_s = time.process_time() - cpu0, time.monotonic() - wall0
-        sampler.stop()
+        print(f"virtual AGX Orin (SIMULATION board), JetsonPlatform sysfs readers, cap {args.rate:.0f} Hz, "
+              f"{args.runs} runs of {args.seconds:.0f} s per measurement")
+        for run in range(1, args.runs + 1):
+            for key, follow in (("sensor", True), ("fixed", False)):
+                pct, achieved_hz, sampler = sampler_run(platform, args.rate, args.seconds, follow)
+                bare = bare_loop(sampler.rate_hz, args.seconds)
+                results[key].append((pct, bare, achieved_hz))
+                label = f"rate in force ({sampler.rate_reason})" if follow else "old fixed rate"
+                print(f"run {run}, {label}: asked {sampler.rate_hz:.1f} Hz, achieved {achieved_hz:.1f} Hz; "
+                      f"sampler {pct:.2f} % of one core, bare sleep loop {bare:.2f} %, ratio {pct / bare:.1f}x")
         platform.close()
     finally:
         board.terminate()
         board.wait(10)
-    per_sample_us = 1e6 * cpu_s / max(window.samples, 1)
-    print(f"virtual AGX Orin (SIMULATION board), JetsonPlatform sysfs readers, asked {args.rate:.0f} Hz")
-    print(f"achieved sampling rate: {window.samples / wall_s:.1f} Hz ({window.samples} samples in {wall_s:.1f} s, "
-          f"{window.errors} errors)")
-    print(f"CPU time: {100 * cpu_s / wall_s:.2f} % of one core ({per_sample_us:.0f} us per sample)")
-    print(f"energy integrated over the window: {window.window_energy_j:.1f} J "
-          f"(mean {window.average_power_w:.2f} W)")
+    for key, label in (("sensor", "rate in force"), ("fixed", f"fixed {args.rate:.0f} Hz")):
+        pcts, bares, rates = zip(*results[key])
+        print(f"median, {label}: {statistics.median(rates):.1f} Hz, sampler {statistics.median(pcts):.2f} % "
+              f"of one core (range {min(pcts):.2f}-{max(pcts):.2f}), bare loop {statistics.median(bares):.2f} %, "
+              f"ratio {statistics.median(p / b for p, b in zip(pcts, bares)):.1f}x")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""power_monitor: samples rail power, clocks and temperatures at >= 200 Hz, publishes
+"""power_monitor: samples rail power at the sensor's rate (<= 200 Hz; clocks and temperatures
+at 10 Hz), publishes
 PowerTelemetry (20 Hz) and /diagnostics (1 Hz), and serves nvpmodel preset get/set."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ PARAMETERS = {
     "platform": ("auto", "auto | jetson | nvml | cpu | virtual:DEVICE (e.g. virtual:agx_orin_64gb)"),
     "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's --root for tests)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable"),
-    "sample_rate_hz": (200.0, "internal sampling rate"),
+    "sample_rate_hz": (200.0, "upper bound on the power sampling rate (the sensor's own update rate when slower)"),
     "publish_rate_hz": (20.0, "PowerTelemetry publish rate"),
     "diagnostics_rate_hz": (1.0, "/diagnostics publish rate"),
     "temperature_warn_c": (85.0, "WARN at or above this temperature"),
@@ -42,11 +43,11 @@ class PowerMonitor(Node):
         if problem:
             self.get_logger().error(problem)
         self.identity = self.platform.identity()
+        self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
         self.thresholds = diagnostics.Thresholds(
             temperature_warn_c=p["temperature_warn_c"], temperature_error_c=p["temperature_error_c"],
             power_warn_w=p["power_warn_w"], power_error_w=p["power_error_w"],
-            min_sample_rate_hz=0.75 * p["sample_rate_hz"])
-        self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
+            min_sample_rate_hz=0.75 * self.sampler.rate_hz)
         self.telemetry_pub = self.create_publisher(PowerTelemetry, topics.POWER_TELEMETRY, 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         # Counts only messages with fresh samples: a window without one repeats stale data.
@@ -58,8 +59,8 @@ class PowerMonitor(Node):
         self.create_service(SetPowerMode, topics.POWER_SET_MODE, self.on_set_mode)
         self._last_window = None
         self.sampler.start()
-        self.get_logger().info(f"monitoring {self.identity.model} ({self.identity.kind}) "
-                               f"at {p['sample_rate_hz']:.0f} Hz")
+        self.get_logger().info(f"monitoring {self.identity.model} ({self.identity.kind}): power sampled at "
+                               f"{self.sampler.rate_hz:.1f} Hz ({self.sampler.rate_reason})")
 
     def publish_telemetry(self) -> None:
         window = self.sampler.take_window()

@@ -90,6 +90,7 @@ class TelemetrySample:
     operating_point: str = ""
     source: str = ""  # e.g. "jetson-sysfs", "jtop", "nvml", "cpu", "virtual (SIMULATION)"
     simulated: bool = False
+    missing_rails: dict[str, str] = field(default_factory=dict)  # rail -> why it did not read
 
 
 @dataclass(frozen=True)
@@ -125,10 +126,15 @@ class Platform(abc.ABC):
     def sample(self) -> TelemetrySample: ...
 
     def sample_power(self) -> TelemetrySample:
-        """Rails and total power only, as cheaply as the platform can: the 200 Hz path of the
+        """Rails and total power only, as cheaply as the platform can: the fast path of the
         power sampler (clocks, loads and temperatures come from ``sample()`` at a lower rate).
         Default: a full sample."""
         return self.sample()
+
+    def power_update_interval_s(self) -> float | None:
+        """How often the power sensor produces a new reading (a faster read returns the same
+        value); None where unknown."""
+        return None
 
     @abc.abstractmethod
     def restore(self) -> None:

@@ -46,9 +46,13 @@ def evaluate(window: TelemetryWindow, thresholds: Thresholds, hardware_id: str) 
                        f"no telemetry: {reason}", {"hardware_id": hardware_id})]
     statuses = []
     source = sample.source + (" [SIMULATION]" if sample.simulated and "SIMULATION" not in sample.source else "")
+    if sample.missing_rails:  # rails that read before (or should): ERROR when the total is lost with them
+        total_lost = sample.total_power_w is None
+        statuses.append(Status(f"{prefix}: power rails", ERROR if total_lost else WARN,
+                               "missing: " + ", ".join(sample.missing_rails), dict(sample.missing_rails)))
     if sample.total_power_w is None or not math.isfinite(sample.total_power_w):
-        statuses.append(Status(f"{prefix}: power", WARN,
-                               f"{source}: this platform measures no power", {"source": source}))
+        what = "no module power" if sample.missing_rails else "this platform measures no power"
+        statuses.append(Status(f"{prefix}: power", WARN, f"{source}: {what}", {"source": source}))
     else:
         level = _level_for(sample.total_power_w, thresholds.power_warn_w, thresholds.power_error_w)
         values = {"source": source, "total_power_w": f"{sample.total_power_w:.3f}",
@@ -71,5 +75,6 @@ def evaluate(window: TelemetryWindow, thresholds: Thresholds, hardware_id: str) 
     if window.errors:
         message += f"; {window.errors} read errors, last: {window.last_error}"
     statuses.append(Status(f"{prefix}: sampler", sampler_level, message,
-                           {"sample_rate_hz": f"{window.sample_rate_hz:.1f}", "errors": str(window.errors)}))
+                           {"sample_rate_hz": f"{window.sample_rate_hz:.1f}", "errors": str(window.errors),
+                            "min_sample_rate_hz": f"{thresholds.min_sample_rate_hz:.1f}"}))
     return statuses

@@ -1,8 +1,10 @@
 """Power sampling and energy integration over any platform.
 
-A background thread samples the platform at a fixed rate (>= 200 Hz by default: the INA3221
-updates every few ms, and jtop's 0.5 s exponential average is not an energy integral) and
-integrates total power with the trapezoidal rule. Consumers take *windows*: everything
+A background thread samples the platform at the power sensor's own rate (the INA3221 converts
+every ``update_interval`` ms; reading faster returns the same value), capped at ``rate_hz``
+(200 Hz by default; also the rate where the sensor's is unknown), and integrates total power
+with the trapezoidal rule (jtop's 0.5 s exponential average is not an energy integral).
+Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
 """
 
@@ -23,11 +25,12 @@ class TelemetryWindow:
     start_s: float
     end_s: float
     samples: int
-    window_energy_j: float  # NaN when the platform measures no power
+    window_energy_j: float  # NaN when no power was measured in the window
     total_energy_j: float
     sample_rate_hz: float
     errors: int
     last_error: str
+    power_covered_s: float = 0.0  # the time the energy integral covers (gaps in power excluded)
 
     @property
     def duration_s(self) -> float:
@@ -35,7 +38,9 @@ class TelemetryWindow:
 
     @property
     def average_power_w(self) -> float:
-        return self.window_energy_j / self.duration_s if self.duration_s > 0 else math.nan
+        """Over the time power was measured: a rail lost for part of the window must not read
+        as a power drop, nor a window without power as 0 W."""
+        return self.window_energy_j / self.power_covered_s if self.power_covered_s > 0 else math.nan
 
 
 class EnergyIntegrator:
@@ -46,27 +51,38 @@ class EnergyIntegrator:
         self.total_energy_j = 0.0
         self._last: tuple[float, float] | None = None
 
-    def add(self, timestamp_s: float, power_w: float | None) -> float:
-        """Add a reading; returns the energy added (J)."""
+    def add(self, timestamp_s: float, power_w: float | None) -> tuple[float, float]:
+        """Add a reading; returns the energy added (J) and the time it covers (s)."""
         if power_w is None or not math.isfinite(power_w):
             self._last = None
-            return 0.0
-        added = 0.0
+            return 0.0, 0.0
+        added, covered_s = 0.0, 0.0
         if self._last is not None and timestamp_s > self._last[0]:
-            added = 0.5 * (power_w + self._last[1]) * (timestamp_s - self._last[0])
+            covered_s = timestamp_s - self._last[0]
+            added = 0.5 * (power_w + self._last[1]) * covered_s
             self.total_energy_j += added
         self._last = (timestamp_s, power_w)
-        return added
+        return added, covered_s
 
 
 class PowerSampler:
     def __init__(self, platform: Platform, rate_hz: float = 200.0, clock: Clock | None = None,
                  full_rate_hz: float = 10.0) -> None:
-        """Power is read at ``rate_hz`` (``Platform.sample_power``: rails only); a full sample
-        (clocks, loads, temperatures: many more files) at ``full_rate_hz``."""
+        """Power is read (``Platform.sample_power``: rails only) at the sensor's update rate, at
+        most ``rate_hz``; a full sample (clocks, loads, temperatures: many more files) at
+        ``full_rate_hz``. ``rate_hz`` / ``rate_reason`` say what is in force."""
         if not rate_hz > 0 or not full_rate_hz > 0:
             raise ValueError(f"sampling rates must be > 0 Hz, got {rate_hz} and {full_rate_hz}")
         self.platform = platform
+        interval_s = platform.power_update_interval_s()
+        if interval_s is None:
+            self.rate_reason = f"{rate_hz:.0f} Hz cap (the power sensor's update interval is unknown)"
+        elif 1.0 / interval_s < rate_hz:
+            rate_hz = 1.0 / interval_s
+            self.rate_reason = f"the power sensor's update interval of {interval_s * 1e3:.0f} ms"
+        else:
+            self.rate_reason = f"{rate_hz:.0f} Hz cap (the sensor updates every {interval_s * 1e3:.1f} ms)"
+        self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
         self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
         self._last_full: TelemetrySample | None = None
@@ -84,6 +100,7 @@ class PowerSampler:
         self._window_start_s = now_s
         self._window_samples = 0
         self._window_energy_j = 0.0
+        self._window_covered_s = 0.0
         self._window_errors = 0
         self._window_last_error = ""
 
@@ -100,9 +117,10 @@ class PowerSampler:
                 self._window_last_error = f"{type(exc).__name__}: {exc}"
             return
         with self._lock:
-            added = self._integrator.add(sample.timestamp_s, sample.total_power_w)
+            added, covered_s = self._integrator.add(sample.timestamp_s, sample.total_power_w)
             self._has_power = self._has_power or sample.total_power_w is not None
             self._window_energy_j += added
+            self._window_covered_s += covered_s
             self._window_samples += 1
             if full:
                 self._last_full, self._last_full_s = sample, now_s
@@ -110,12 +128,15 @@ class PowerSampler:
 
     def _latest(self) -> TelemetrySample | None:
         """The latest power with the clocks and temperatures of the last full sample (merged
-        when a window is taken, not at every 200 Hz reading)."""
+        when a window is taken, not at every fast reading); rails the fast path did not read
+        (a platform may read only the total-power rails there) come from the full sample."""
         power, full = self._latest_power, self._last_full
         if power is None or power is full:
             return power
-        return replace(full, timestamp_s=power.timestamp_s, rails=power.rails,
-                       total_power_w=power.total_power_w, source=power.source)
+        rails = {r.name: r for r in full.rails if r.name not in power.missing_rails}
+        rails.update((r.name, r) for r in power.rails)
+        return replace(full, timestamp_s=power.timestamp_s, rails=tuple(rails.values()),
+                       total_power_w=power.total_power_w, source=power.source, missing_rails=power.missing_rails)
 
     def take_window(self) -> TelemetryWindow:
         now_s = self.clock.now_s()
@@ -124,10 +145,11 @@ class PowerSampler:
             window = TelemetryWindow(
                 latest=self._latest(), start_s=self._window_start_s, end_s=now_s,
                 samples=self._window_samples,
-                window_energy_j=self._window_energy_j if self._has_power else math.nan,
+                window_energy_j=self._window_energy_j if self._window_covered_s > 0 else math.nan,
                 total_energy_j=self._integrator.total_energy_j if self._has_power else math.nan,
                 sample_rate_hz=self._window_samples / duration_s if duration_s > 0 else 0.0,
-                errors=self._window_errors, last_error=self._window_last_error)
+                errors=self._window_errors, last_error=self._window_last_error,
+                power_covered_s=self._window_covered_s)
             self._reset_window(now_s)
         return window
 

@@ -290,10 +290,14 @@ class VirtualBoard:
                                 self.thermal.temperature_c)
         return {name: total / covered for name, total in sums.items()}
 
+    def ina_readings(self) -> dict[str, tuple[float, float]]:
+        """One INA3221 conversion of every rail, ending now: (volts, amps), fresh noise."""
+        return {rail: self.ina.reading(rail, w) for rail, w in self._window_mean_rails().items()}
+
     def refresh_state(self) -> BoardState:
         """Bring ``state``'s measurements up to now (sensor readings, clocks, loads, temperatures)."""
         s, c, act = self.state, self.silicon_clocks(), self._last_activity
-        s.rails = {rail: self.ina.reading(rail, w) for rail, w in self._window_mean_rails().items()}
+        s.rails = self.ina_readings()
         s.gpu_cur_freq_hz = c.gpu_freq_hz if self.gpu_clocked() else s.gpu_min_freq_hz
         s.gpu_load = act.gpu_util
         s.emc_rate_hz = c.emc_freq_hz

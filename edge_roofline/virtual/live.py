@@ -2,6 +2,11 @@
 follows the caps and nvpmodel mode clients write there, and draws power for the work that
 virtual backends in other processes report. SIMULATION.
 
+The physics steps every ``tick_s`` (20 ms); the INA3221s convert on their own clock, every
+``PhysicsParams.ina_window_s`` (the tree's ``update_interval``): each conversion writes the rail
+files with the window mean of the physics as far as it has run, with that conversion's noise,
+and the files (and ``board.state.rails``) show it until the next conversion.
+
 Files it adds under ``ROOT/run/edge_roofline_virtual/`` (not part of a real board's tree):
 
 - ``physics.json``: device, seed and physics coefficients, so every client times inferences
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import threading
@@ -32,8 +38,9 @@ from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
 from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing, jittered
+from edge_roofline.virtual.hwmon import write_rails
 from edge_roofline.virtual.sysfs_read import Controls, read_controls
-from edge_roofline.virtual.sysfs_tree import render_tree, update_tree
+from edge_roofline.virtual.sysfs_tree import rail_value_files, render_tree, update_tree
 
 log = logging.getLogger(__name__)
 RUN_DIR = "run/edge_roofline_virtual"
@@ -87,8 +94,13 @@ class LiveVirtualJetson:
         self._last_wall_s: float | None = None
         self._last_silicon: dict | None = None  # last silicon.json written
         self.steps = 0
+        self.conversions = 0
+        self.conversion_s = self.board.params.ina_window_s
+        self._next_conversion_s = -math.inf  # on the clock step() is given
+        self._presented: dict[str, tuple[float, float]] = {}
+        self._rail_files = rail_value_files(self.device)
         self.root.mkdir(parents=True, exist_ok=True)
-        render_tree(self.root, self.device, self.board.refresh_state())
+        render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
         _write_json(self.root / RUN_DIR / "physics.json",
                     {"device": self.device.key, "seed": seed, "perturbation": perturbation,
                      "params": self.board.params.to_dict(), "label": "SIMULATION"})
@@ -152,20 +164,42 @@ class LiveVirtualJetson:
         self.board.background_gpu_load = float(load.get("background_gpu_load", 0.0))
         self.board.background_cpu_cores = float(load.get("background_cpu_cores", 0.0))
         self.board.advance(dt, self._client_activity(dt, time.time()))
-        update_tree(self.root, self.device, self.board.refresh_state())
+        state = self.board.refresh_state()
+        if now >= self._next_conversion_s:
+            self._present(state.rails, now)
+        else:
+            state.rails = self._presented  # the sensor shows its last conversion until the next
+        update_tree(self.root, self.device, state, rails=False)
         self._write_silicon()
         self.steps += 1
 
+    def convert(self, now_wall_s: float | None = None) -> None:
+        """One INA3221 conversion between physics steps."""
+        with self._lock:
+            self._present(self.board.ina_readings(), time.monotonic() if now_wall_s is None else now_wall_s)
+
+    def _present(self, rails: dict[str, tuple[float, float]], now: float) -> None:
+        """The rail files in place (a reader holding them open sees the new values)."""
+        following = self._next_conversion_s + self.conversion_s
+        self._next_conversion_s = following if following > now - self.conversion_s else now + self.conversion_s
+        self.board.state.rails = self._presented = rails
+        write_rails(self.root, self._rail_files, rails)
+        self.conversions += 1
+
     # ---- thread --------------------------------------------------------------------------
     def _loop(self) -> None:
-        next_s = time.monotonic()
+        next_step_s = time.monotonic()
         while not self._stop.is_set():
+            now = time.monotonic()
             try:
-                self.step()
+                if now >= next_step_s:  # a step converts too when a conversion is due
+                    next_step_s = max(next_step_s + self.tick_s, now)  # behind (loaded machine): no burst
+                    self.step(now)
+                elif now >= self._next_conversion_s:
+                    self.convert(now)
             except Exception:  # keep the board alive; a client may have left a half-written file
                 log.exception("virtual Jetson step failed")
-            next_s += self.tick_s
-            self._stop.wait(max(next_s - time.monotonic(), 0.0))
+            self._stop.wait(max(min(next_step_s, self._next_conversion_s) - time.monotonic(), 0.0))
 
     def start(self) -> "LiveVirtualJetson":
         self._stop.clear()

@@ -7,8 +7,9 @@ Three entry points:
 - ``render_tree(root, device, state)`` writes the whole tree once (control files included:
   caps, online flags, nvpmodel.conf, the nvpmodel launcher);
 - ``update_tree(root, device, state)`` rewrites only *measurements* (current clocks, loads,
-  rails, temperatures, /proc/stat), atomically per file, so a concurrent reader never sees a
-  half-written value and caps a client wrote are never overwritten;
+  rails, temperatures, /proc/stat), atomically per file (rails: in place, see ``hwmon.py``),
+  so a concurrent reader never sees a half-written value and caps a client wrote are never
+  overwritten;
 - ``sysfs_read.read_state(root, device)`` reads everything back, so the physics can follow the
   caps, online flags and nvpmodel mode a client (the real backend, the nvpmodel emulation) wrote.
 
@@ -31,6 +32,8 @@ from edge_roofline.platforms.jetson.files import read_text
 from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
 from edge_roofline.platforms.jetson.nvpmodel import STATUS_FILE
 from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.virtual.hwmon import chip_attributes, write_rails
+from edge_roofline.virtual.physics import PhysicsParams
 from edge_roofline.virtual.state import BoardState
 
 NVPMODEL_LAUNCHER = "usr/bin/nvpmodel"
@@ -129,7 +132,8 @@ def _cpu_range(cores: list[int]) -> str:
 
 
 # ---- render -------------------------------------------------------------------------------------
-def render_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None:
+def render_tree(root: str | Path, device: DeviceSpec, state: BoardState,
+                ina_window_s: float = PhysicsParams.ina_window_s) -> None:
     """Write the complete tree for ``device`` in ``state`` under ``root``."""
     root = Path(root)
     for path in [p for p in _LAST_WRITTEN if p.is_relative_to(root)]:
@@ -139,7 +143,7 @@ def render_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None
     _render_cpus(root, device, state, paths)
     _render_gpu(root, device, state, paths)
     _render_emc(root, device, state)
-    _render_rails(root, device, paths)
+    _render_rails(root, device, paths, ina_window_s)
     _render_thermal(root, state)
     _render_nvpmodel(root, device, state, paths)
     update_tree(root, device, state)
@@ -202,8 +206,10 @@ def _render_emc(root: Path, device: DeviceSpec, state: BoardState) -> None:
     _write(root, EMC_ISO_CAP, _hz(state.emc_max_hz) if capped else "0\n")
 
 
-def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths) -> None:
+def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s: float) -> None:
     for dev, hwmon in paths.hwmon_of_i2c.items():
+        for name, text in chip_attributes(ina_window_s).items():
+            _write(root, f"{hwmon}/{name}", text)
         device_dir = str(Path(hwmon).parent.parent)
         _write(root, f"{device_dir}/name", "ina3221\n")
         _write(root, f"{hwmon}/name", "ina3221\n")
@@ -301,8 +307,16 @@ def nvpmodel_conf_text(device: DeviceSpec, paths: TreePaths | None = None) -> st
 
 
 # ---- update (measurements only) -----------------------------------------------------------------
-def update_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None:
-    """Rewrite the measurement files from ``state``; caps and flags are left as they are."""
+def rail_value_files(device: DeviceSpec) -> list[tuple[str, str, str]]:
+    """(label, ``inK_input``, ``currK_input``) of every channel, relative to the tree's root."""
+    paths = TreePaths.of(device)
+    return [(r.label, f"{paths.hwmon_of_i2c[r.i2c_device]}/in{r.channel}_input",
+             f"{paths.hwmon_of_i2c[r.i2c_device]}/curr{r.channel}_input") for r in device.rails]
+
+
+def update_tree(root: str | Path, device: DeviceSpec, state: BoardState, rails: bool = True) -> None:
+    """Rewrite the measurement files from ``state``; caps and flags are left as they are.
+    ``rails=False``: not the rail values (a live board writes them at the sensor's own rate)."""
     root = Path(root)
     paths = TreePaths.of(device)
     for cluster in device.cpu_clusters:
@@ -319,11 +333,8 @@ def update_tree(root: str | Path, device: DeviceSpec, state: BoardState) -> None
     # jetson-stats reads utilisation percent as mc_all / rate_kHz, so mc_all = pct * rate_kHz.
     _write_atomic(root, ACTMON_MC_ALL,
                   f"{int(round(min(max(state.emc_util, 0.0), 1.0) * 100 * state.emc_rate_hz / 1e3))}\n")
-    for rail in device.rails:
-        volts, amps = (0.0, 0.0) if rail.label == "NC" else state.rails.get(rail.label, (0.0, 0.0))
-        hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
-        _write_atomic(root, f"{hwmon}/in{k}_input", f"{int(round(volts * 1000))}\n")
-        _write_atomic(root, f"{hwmon}/curr{k}_input", f"{int(round(amps * 1000))}\n")
+    if rails:
+        write_rails(root, rail_value_files(device), state.rails, create=True)
     zones = root / THERMAL_DIR
     for zone in sorted(zones.glob("thermal_zone*")):
         zone_type = read_text(root / THERMAL_DIR / zone.name / "type")

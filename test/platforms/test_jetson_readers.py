@@ -20,8 +20,8 @@ def root(tmp_path):
 
 
 def test_rails_agree_with_jetson_stats(root):
-    rails, problems = power.read_rails(power.find_rails(root))
-    assert problems == []
+    rails, problems = power.RailReader(power.find_rails(root)).read()
+    assert problems == ()
     theirs = find_all_i2c_power_monitor(str(root / "sys/bus/i2c/drivers/ina3221"))
     assert {r.name for r in rails} == set(theirs) == {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0",
                                                       "VDDQ_VDD2_1V8AO"}
@@ -31,7 +31,7 @@ def test_rails_agree_with_jetson_stats(root):
 
 
 def test_total_uses_catalogue_rails_only(root):
-    rails, _ = power.read_rails(power.find_rails(root))
+    rails, _ = power.RailReader(power.find_rails(root)).read()
     total, reason = power.total_power_w(rails, ORIN.total_power_rails)
     expected = sum(mv * ma / 1e6 for _, _, _, label, mv, ma in AGX_ORIN_RAIL_READINGS
                    if label in ORIN.total_power_rails)
@@ -42,7 +42,7 @@ def test_total_uses_catalogue_rails_only(root):
 def test_missing_total_rail_degrades_with_reason(root):
     for path in (root / "sys/bus/i2c/drivers/ina3221/1-0040").rglob("in3_input"):
         path.unlink()
-    rails, problems = power.read_rails(power.find_rails(root))
+    rails, problems = power.RailReader(power.find_rails(root)).read()
     total, reason = power.total_power_w(rails, ORIN.total_power_rails)
     assert total is None and "VIN_SYS_5V0" in reason and problems
 

@@ -29,7 +29,7 @@ def test_fallback_to_sysfs(tmp_path):
     source = RailSource(write_agx_orin_tree(tmp_path), client_factory=NoService)
     rails, problems = source.read()
     assert source.name == "jetson-sysfs" and "jtop.service" in source.fallback_reason
-    assert len(rails) == 4 and problems == []
+    assert len(rails) == 4 and problems == ()
 
 
 def test_jtop_client(tmp_path):

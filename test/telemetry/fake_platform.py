@@ -8,8 +8,11 @@ from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, Platfo
 
 
 class ScriptedPlatform(Platform):
-    def __init__(self, clock, power_w=lambda t: 10.0, fail_every=0, points=None, reboot_ids=()):
+    def __init__(self, clock, power_w=lambda t: 10.0, fail_every=0, points=None, reboot_ids=(),
+                 update_interval_s=None, missing_rails=None):
         self.clock = clock
+        self.update_interval_s = update_interval_s
+        self.missing_rails = missing_rails or {}
         self.power_w = power_w
         self.fail_every = fail_every
         self.calls = 0
@@ -39,9 +42,14 @@ class ScriptedPlatform(Platform):
             raise OSError("hwmon3/in1_input: No such file or directory")
         t = self.clock.now_s()
         p = self.power_w(t)
-        return TelemetrySample(timestamp_s=t, rails=(RailSample("VDD_GPU_SOC", 5.0, p / 5.0, p),),
+        rails = () if p is None else (RailSample("VDD_GPU_SOC", 5.0, p / 5.0, p),)  # None: the rail is lost
+        return TelemetrySample(timestamp_s=t, rails=rails,
                                total_power_w=p, temperatures_c={"gpu-thermal": 50.0 + t},
-                               source="scripted", nvpmodel_mode=self.current.name)
+                               source="scripted", nvpmodel_mode=self.current.name,
+                               missing_rails=dict(self.missing_rails))
+
+    def power_update_interval_s(self):
+        return self.update_interval_s
 
     def restore(self):
         self.current = self.points[0]

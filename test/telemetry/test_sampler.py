@@ -42,6 +42,26 @@ def test_windows_split_energy_exactly():
     assert second.total_energy_j == pytest.approx(6.0)
 
 
+def test_a_window_without_power_is_nan_not_zero_and_a_gap_is_not_a_power_drop():
+    """A total-power rail lost mid-run: the window's average is over the time power was
+    measured (not diluted by the gap), and a window with none at all is NaN, not 0 W."""
+    clock = SimClock()
+    lost = [False]
+    platform = ScriptedPlatform(clock, lambda t: None if lost[0] else 8.0)
+    sampler = PowerSampler(platform, rate_hz=100, clock=clock)
+    sampler.sample_once()
+    drive(sampler, clock, 0.5, 100)
+    lost[0] = True
+    drive(sampler, clock, 0.5, 100)
+    half = sampler.take_window()
+    drive(sampler, clock, 0.5, 100)
+    none = sampler.take_window()
+    assert half.average_power_w == pytest.approx(8.0) and half.window_energy_j == pytest.approx(4.0)
+    assert half.power_covered_s == pytest.approx(0.5)
+    assert math.isnan(none.average_power_w) and math.isnan(none.window_energy_j)
+    assert none.total_energy_j == pytest.approx(4.0)
+
+
 def test_a_gap_in_readings_is_not_bridged():
     integ = EnergyIntegrator()
     integ.add(0.0, 10.0)
@@ -74,6 +94,31 @@ def test_background_thread_samples_at_the_requested_rate():
     sampler.stop()
     # Loose bound: a loaded 2-core CI machine still reaches well above half the target rate.
     assert clock_platform.calls > 0.5 * 200 * 0.5
+
+
+def test_rate_is_the_sensors_update_rate_under_the_cap_and_runs_at_it():
+    import time
+    slow = ScriptedPlatform(SimClock(), update_interval_s=0.013)
+    sampler = PowerSampler(slow, rate_hz=200)
+    assert sampler.rate_hz == pytest.approx(1 / 0.013) and "13 ms" in sampler.rate_reason
+    assert PowerSampler(ScriptedPlatform(SimClock(), update_interval_s=0.002), rate_hz=200).rate_hz == 200
+    assert PowerSampler(ScriptedPlatform(SimClock()), rate_hz=200).rate_hz == 200  # unknown: the cap
+    sampler.start()
+    time.sleep(0.5)
+    sampler.stop()
+    assert 0.5 * 0.5 / 0.013 < slow.calls <= 0.5 / 0.013 + 2  # not 100 (200 Hz x 0.5 s)
+
+
+def test_missing_rails_reach_diagnostics_with_their_reasons():
+    clock = SimClock()
+    why = "/sys/.../curr3_input: No such file or directory"
+    platform = ScriptedPlatform(clock, missing_rails={"VIN_SYS_5V0": why})
+    sampler = PowerSampler(platform, rate_hz=100, clock=clock)
+    drive(sampler, clock, 0.2, 100)
+    window = sampler.take_window()
+    assert window.latest.missing_rails == {"VIN_SYS_5V0": why}
+    rails = next(s for s in diagnostics.evaluate(window, diagnostics.Thresholds(), "test") if s.name.endswith("rails"))
+    assert rails.level == diagnostics.WARN and "VIN_SYS_5V0" in rails.message and rails.values["VIN_SYS_5V0"] == why
 
 
 @pytest.mark.parametrize("temp_c,level", [(60.0, diagnostics.OK), (90.0, diagnostics.WARN), (97.0, diagnostics.ERROR)])

@@ -50,8 +50,8 @@ def tree(tmp_path):
 
 def test_rails_agree_with_jetson_stats(tree):
     root, state = tree
-    ours, problems = power.read_rails(power.find_rails(root))
-    assert problems == []
+    ours, problems = power.RailReader(power.find_rails(root)).read()
+    assert problems == ()
     # jtop's service scans /sys/bus/i2c/devices; the driver folder must give the same rails.
     for scan in ("sys/bus/i2c/devices", "sys/bus/i2c/drivers/ina3221"):
         theirs = find_all_i2c_power_monitor(str(root / scan))

@@ -78,7 +78,9 @@ class JetsonPlatform(Platform):
         self._presets = {p.mode_id: p for p in self.device.presets}
         self._cores = cpu.list_cores(self.root)
         self._gpu = gpu.find_gpu(self.root)
+        self._zones = thermal.find_zones(self.root)
         self._rails = RailSource(self.root, default_client if self.root == Path("/") else None)
+        self._missing_rails: dict[str, str] = {}  # rail -> reason, as last reported
         self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
@@ -176,18 +178,36 @@ class JetsonPlatform(Platform):
             self.writer.write(emc_file, str(int(caps.emc_max_freq_hz)))
         self._point = point
 
-    def _power(self):
-        rails, problems = self._rails.read()
+    def _power(self, full: bool):
+        """Rails, module power and source; the fast path (``full=False``) reads the total-power
+        rails only (the energy integral needs no more) and the full path every rail, after
+        checking the rail files are still the ones opened."""
+        labels = None if full else self.device.total_power_rails
+        rails, errors = self._rails.read(labels, check_paths=full)
+        self._note_missing(errors, labels)
         total, reason = power.total_power_w(rails, self.device.total_power_rails)
-        if reason or problems:
-            log.debug("degraded power sample: %s", "; ".join(filter(None, [reason, *problems])))
         source = self._rails.name if reason is None else f"{self._rails.name} ({reason})"
         return rails, total, source
 
+    def _note_missing(self, errors: tuple[power.RailReadError, ...], labels) -> None:
+        """One log line when a rail goes missing or reads again; ``labels``: the rails just read."""
+        missing = {r: why for r, why in self._missing_rails.items() if labels is not None and r not in labels}
+        missing.update((e.rail, e.reason) for e in errors)
+        for e in errors:
+            if self._missing_rails.get(e.rail) != e.reason:
+                log.warning("%s", e)
+        for rail in self._missing_rails.keys() - missing.keys():
+            log.warning("power rail %s reads again", rail)
+        self._missing_rails = missing
+
     def sample_power(self) -> TelemetrySample:
-        rails, total, source = self._power()
+        rails, total, source = self._power(full=False)
         return TelemetrySample(timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
-                               nvpmodel_mode=self._preset.name, operating_point=self._point.name, source=source)
+                               nvpmodel_mode=self._preset.name, operating_point=self._point.name, source=source,
+                               missing_rails=self._missing_rails)
+
+    def power_update_interval_s(self) -> float | None:
+        return self._rails.update_interval_s
 
     def _follow_mode(self) -> None:
         """Another process (nvpmodel by hand, the governor) may have switched the mode: follow
@@ -199,7 +219,7 @@ class JetsonPlatform(Platform):
 
     def sample(self) -> TelemetrySample:
         self._follow_mode()
-        rails, total, source = self._power()
+        rails, total, source = self._power(full=True)
         stat = cpu.read_proc_stat(self.root)
         _, cpu_load = cpu.load_pct(self._last_stat, stat)
         self._last_stat = stat
@@ -211,8 +231,8 @@ class JetsonPlatform(Platform):
             gpu_freq_hz=gpu_status.cur_freq_hz if gpu_status else None,
             gpu_load_pct=gpu_status.load_pct if gpu_status else None,
             emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
-            temperatures_c=thermal.read_thermal(self.root), nvpmodel_mode=self._preset.name,
-            operating_point=self._point.name, source=source)
+            temperatures_c=thermal.read_zones(self._zones), nvpmodel_mode=self._preset.name,
+            operating_point=self._point.name, source=source, missing_rails=self._missing_rails)
 
     def restore(self) -> None:
         """The mode and every cap file as found (cores online first, so their caps can be set)."""

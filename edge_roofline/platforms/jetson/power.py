@@ -6,15 +6,21 @@
 both are skipped. The module total comes from the device's ``total_power_rails`` only, because
 on AGX Orin ``VIN_SYS_5V0`` already contains ``VDDQ_VDD2_1V8AO`` and summing every rail
 double counts the DRAM rail.
+
+The chip converts continuously, every ``update_interval`` ms (a hwmon attribute of each
+hwmonN); a read between two conversions returns the same value, and on a board each read is an
+I2C transaction. ``RailReader`` therefore keeps the value files open and reads each with one
+``pread`` at offset 0 (sysfs regenerates an attribute on every read from offset 0).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge_roofline.platforms.base import RailSample
+from edge_roofline.platforms.base import PlatformError, RailSample
 from edge_roofline.platforms.jetson.files import read_int, read_text, under
 
 INA3221_DRIVER_DIR = "/sys/bus/i2c/drivers/ina3221"
@@ -29,6 +35,16 @@ class RailChannel:
     channel: int
     voltage_path: Path  # mV
     current_path: Path  # mA
+
+
+class RailReadError(PlatformError):
+    """A rail's value file vanished, was unreadable or held no number: the rail is missing from
+    the sample (the others are still read) until the file reads again."""
+
+    def __init__(self, rail: str, path: Path, reason: str) -> None:
+        self.rail, self.path, self.reason = rail, path, reason
+        super().__init__(f"power rail {rail} missing: {path}: {reason} "
+                         f"(is the ina3221 driver bound? ls {path.parent})")
 
 
 def find_rails(root: str | Path = "/") -> list[RailChannel]:
@@ -50,19 +66,89 @@ def find_rails(root: str | Path = "/") -> list[RailChannel]:
     return sorted(channels, key=lambda c: (c.i2c_device, c.channel))
 
 
-def read_rails(channels: list[RailChannel]) -> tuple[tuple[RailSample, ...], list[str]]:
-    """Read each channel; a channel whose files vanished or are unreadable is reported, not
-    raised, so one bad rail does not lose the others."""
-    samples, problems = [], []
-    for ch in channels:
-        millivolts = read_int(ch.voltage_path)
-        milliamps = read_int(ch.current_path)
-        if millivolts is None or milliamps is None:
-            problems.append(f"rail {ch.label} unreadable ({ch.voltage_path.parent})")
-            continue
-        volts, amps = millivolts / 1000.0, milliamps / 1000.0
-        samples.append(RailSample(ch.label, volts, amps, volts * amps))
-    return tuple(samples), problems
+def update_interval_s(channels: list[RailChannel]) -> float | None:
+    """How often the rails' INA3221s produce a new reading (hwmon ``update_interval``, ms): the
+    fastest of the devices, so sampling at it misses no conversion. None where no device
+    exposes it."""
+    intervals_ms = [read_int(d / "update_interval") for d in {c.voltage_path.parent for c in channels}]
+    known = [ms for ms in intervals_ms if ms is not None and ms > 0]
+    return min(known) / 1e3 if known else None
+
+
+class RailReader:
+    """The rails' ``inK_input`` and ``currK_input`` through descriptors kept open: one ``pread``
+    per value file per sample, no open/close and no path lookup. A file removed or replaced
+    under an open descriptor keeps its old contents on a regular-file tree (sysfs fails the read
+    instead), so ``check_paths()`` (a stat per file) notices that; callers run it at a low rate."""
+
+    def __init__(self, channels: list[RailChannel]) -> None:
+        self.channels = channels
+        # Per channel: (label, voltage file, current file), paths as str (hashed at every read).
+        self._files = [(c.label, str(c.voltage_path), str(c.current_path)) for c in channels]
+        self._subsets: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+        self._fds: dict[str, int] = {}
+        self._identity: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) of the file opened
+        for _, voltage, current in self._files:
+            for path in (voltage, current):
+                try:
+                    self._open(path)
+                except OSError:
+                    pass  # reported by the first read
+
+    def _open(self, path: str) -> int:
+        fd = os.open(path, os.O_RDONLY)
+        st = os.fstat(fd)
+        self._fds[path], self._identity[path] = fd, (st.st_dev, st.st_ino)
+        return fd
+
+    def _forget(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def check_paths(self) -> None:
+        """Drop descriptors whose path is gone or names another file now (reopened on the next read)."""
+        for path in list(self._fds):
+            try:
+                st = os.stat(path)
+                current = (st.st_dev, st.st_ino)
+            except OSError:
+                current = None
+            if current != self._identity[path]:
+                self._forget(path)
+
+    def _value(self, rail: str, path: str) -> int:
+        try:
+            fd = self._fds.get(path)
+            data = os.pread(self._open(path) if fd is None else fd, 32, 0)
+        except OSError as exc:
+            self._forget(path)
+            raise RailReadError(rail, Path(path), exc.strerror or str(exc)) from None
+        try:
+            return int(data)  # surrounding whitespace allowed
+        except ValueError:
+            raise RailReadError(rail, Path(path), f"not a number: {data[:32]!r}") from None
+
+    def read(self, labels: tuple[str, ...] | None = None) -> tuple[tuple[RailSample, ...], tuple[RailReadError, ...]]:
+        """Every rail (or those in ``labels``) that reads, and a typed error for each that does
+        not (one bad rail does not lose the others)."""
+        files = self._files if labels is None else self._subsets.get(labels)
+        if files is None:
+            files = self._subsets[labels] = [f for f in self._files if f[0] in labels]
+        samples, errors = [], []
+        for label, voltage, current in files:
+            try:
+                volts = self._value(label, voltage) / 1000.0
+                amps = self._value(label, current) / 1000.0
+            except RailReadError as exc:
+                errors.append(exc)
+                continue
+            samples.append(RailSample(label, volts, amps, volts * amps))
+        return tuple(samples), tuple(errors)
+
+    def close(self) -> None:
+        for path in list(self._fds):
+            self._forget(path)
 
 
 def total_power_w(rails: tuple[RailSample, ...], total_rail_names: tuple[str, ...]

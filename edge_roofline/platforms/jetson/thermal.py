@@ -11,18 +11,28 @@ THERMAL_DIR = "/sys/devices/virtual/thermal"
 GATED_SENSOR_C = -256.0
 
 
-def read_thermal(root: str | Path = "/") -> dict[str, float]:
+def find_zones(root: str | Path = "/") -> list[tuple[str, Path]]:
+    """(type, temp file) of every zone; a zone's type never changes, so callers that sample
+    often find the zones once and read only the temperatures."""
     zones = under(root, THERMAL_DIR)
-    temps: dict[str, float] = {}
     if not zones.is_dir():
-        return temps
-    for zone in sorted(zones.glob("thermal_zone*")):
-        zone_type = read_text(zone / "type")
-        millideg = read_int(zone / "temp")
-        if not zone_type or millideg is None:
+        return []
+    found = [(read_text(zone / "type"), zone / "temp") for zone in sorted(zones.glob("thermal_zone*"))]
+    return [(zone_type, temp) for zone_type, temp in found if zone_type]
+
+
+def read_zones(zones: list[tuple[str, Path]]) -> dict[str, float]:
+    temps: dict[str, float] = {}
+    for zone_type, temp in zones:
+        millideg = read_int(temp)
+        if millideg is None:
             continue
         celsius = millideg / 1000.0
         if celsius <= GATED_SENSOR_C:
             continue
         temps[zone_type] = celsius
     return temps
+
+
+def read_thermal(root: str | Path = "/") -> dict[str, float]:
+    return read_zones(find_zones(root))
