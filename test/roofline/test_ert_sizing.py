@@ -146,3 +146,23 @@ def test_host_cpu_ceilings_returns_on_this_machine(tmp_path, monkeypatch):
         path.write_text("{not json")
     monkeypatch.setattr(ert, "measure_cpu_ceilings", lambda quick=True: type("R", (), {"ceilings": c})())
     assert host_cpu_ceilings(cache)() == c
+
+
+def test_reports_mark_an_unmeasured_dram_roof():
+    """analyze's text and the node's RooflineReport (and its decoding) never present the bound
+    as a measured DRAM bandwidth."""
+    from edge_roofline.commands.analyze import _format_table
+    from edge_roofline.nodes.convert import roofline_analysis_from_msg, roofline_report_msg
+    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.roofline.model import analyze_roofline
+    from edge_roofline import zoo
+
+    c = Ceilings(engine="cpu", precision="fp32", peak_flops=1e11, dram_bandwidth_bps=4e10,
+                 l2_bandwidth_bps=None, l1_bandwidth_bps=None, layer_overhead_s=1e-6, source="measured",
+                 label="host", dram_unresolved="the largest working set is under 4x the LLC")
+    analysis = analyze_roofline(analyze_model(zoo.build("tiny_cnn")), c)
+    assert "DRAM unmeasured (<= 40.0 GB/s)" in _format_table(analysis, top=3)
+    msg = roofline_report_msg(analysis, None, model_id="m", backend="ort", device="host", simulated=False,
+                              point=None, sample_count=1)
+    assert msg.ceilings_source == "measured, DRAM unresolved"
+    assert roofline_analysis_from_msg(msg).ceilings.dram_unresolved
