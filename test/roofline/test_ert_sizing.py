@@ -166,3 +166,16 @@ def test_reports_mark_an_unmeasured_dram_roof():
                               point=None, sample_count=1)
     assert msg.ceilings_source == "measured, DRAM unresolved"
     assert roofline_analysis_from_msg(msg).ceilings.dram_unresolved
+
+
+def test_profile_on_the_host_cpu_without_dram_in_reach_runs_and_says_so(monkeypatch, tmp_path, capsys):
+    """`profile --backend ort` with its default ceilings (the host CPU's) on a 1 GB-LLC host
+    whose memory cannot hold 4x the LLC."""
+    import json
+
+    SyntheticHost(monkeypatch, {"l1": 48 * KIB, "l2": 2 * MIB, "llc": GB_LLC}, budget_bytes=2 * GIB)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    out = tmp_path / "p.json"
+    assert main(["profile", "zoo:tiny_cnn", "--backend", "ort", "--runs", "1", "--json", str(out)]) == 0
+    assert "DRAM unmeasured (<= " in capsys.readouterr().out
+    assert "memory budget" in json.loads(out.read_text())["ceilings"]["dram_unresolved"]
