@@ -30,7 +30,8 @@ def _describe(c) -> str:
         return f"{v / 1e9:.1f} GB/s" if v else "unresolved"
     return (f"{c.label}\n  peak {c.peak_flops / 1e9:.1f} GFLOP/s, DRAM {c.dram_text()}, "
             f"L2 {gbps(c.l2_bandwidth_bps)}, L1 {gbps(c.l1_bandwidth_bps)}, ridge "
-            f"{c.ridge_point:.2f} FLOP/B, overhead {c.layer_overhead_s * 1e6:.2f} us/layer ({c.source})")
+            f"{'>= ' if c.dram_unresolved else ''}{c.ridge_point:.2f} FLOP/B, "
+            f"overhead {c.layer_overhead_s * 1e6:.2f} us/layer ({c.source})")
 
 
 def _print_spec(args) -> int:

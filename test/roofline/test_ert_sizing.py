@@ -80,7 +80,7 @@ def test_ceilings_cli_with_dram_out_of_reach_exits_0_and_says_so(monkeypatch, tm
     SyntheticHost(monkeypatch, {"l1": 48 * KIB, "l2": 2 * MIB, "llc": GB_LLC}, budget_bytes=2 * GIB)
     assert main(["ceilings", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "DRAM unmeasured (<= " in out and "largest working set 2048 MiB" in out
+    assert "DRAM unmeasured (<= " in out and "ridge >= " in out and "largest working set 2048 MiB" in out
     assert main(["ceilings", "--cache-dir", str(tmp_path), "--cached"]) == 0
     captured = capsys.readouterr()
     assert "DRAM unmeasured" in captured.out and "DRAM bandwidth not measured" in captured.err
@@ -161,7 +161,7 @@ def test_reports_mark_an_unmeasured_dram_roof():
                  l2_bandwidth_bps=None, l1_bandwidth_bps=None, layer_overhead_s=1e-6, source="measured",
                  label="host", dram_unresolved="the largest working set is under 4x the LLC")
     analysis = analyze_roofline(analyze_model(zoo.build("tiny_cnn")), c)
-    assert "DRAM unmeasured (<= 40.0 GB/s)" in _format_table(analysis, top=3)
+    assert "DRAM unmeasured (<= 40.0 GB/s), ridge >= 2.5 FLOP/B" in _format_table(analysis, top=3)
     msg = roofline_report_msg(analysis, None, model_id="m", backend="ort", device="host", simulated=False,
                               point=None, sample_count=1)
     assert msg.ceilings_source == "measured, DRAM unresolved"
