@@ -49,7 +49,7 @@ def host_cpu_ceilings(cache: CeilingsCache | None = None) -> Callable[[], Ceilin
     try:
         found = cache.get(key, point, "cpu", "fp32")
     except CeilingsError as exc:
-        logging.getLogger(__name__).warning("%s; measuring again", exc)
+        logging.getLogger(__name__).warning("%s", exc)  # and measures again below
         found = None
     if found is None:
         found = ert.measure_cpu_ceilings(quick=True).ceilings  # logs its own DRAM warning

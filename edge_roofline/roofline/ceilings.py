@@ -198,14 +198,12 @@ class CeilingsCache:
         path = self.path(device_key, operating_point)
         try:
             data = json.loads(path.read_text())
+            return {key: Ceilings.from_dict(value) for key, value in data.get("ceilings", {}).items()}
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
-            raise CeilingsError(f"ceilings cache {path} is unreadable: {exc}") from exc
-        try:
-            return {key: Ceilings.from_dict(value) for key, value in data.get("ceilings", {}).items()}
-        except (CeilingsError, AttributeError) as exc:
-            raise CeilingsError(f"ceilings cache {path} is unreadable: {exc}") from exc
+        except (OSError, ValueError, AttributeError) as exc:  # ValueError covers a CeilingsError entry
+            raise CeilingsError(f"ceilings cache {path} is unreadable ({exc}); "
+                                "measuring again replaces it") from exc
 
     def get(self, device_key: str, operating_point: str, engine: str, precision: str) -> Ceilings | None:
         return self.load(device_key, operating_point).get(f"{engine}/{precision}")
