@@ -71,7 +71,7 @@ def _format_table(analysis, top: int) -> str:
         f"{b} {t * 1e3:.3f} ms ({100 * t / total_s:.0f}%)" for b, t in by_bound.items()))
     c = analysis.ceilings
     rows.append(f"ceilings ({c.source}): {c.label}: peak {c.peak_flops / 1e12:.3f} TFLOP/s, DRAM "
-                f"{c.dram_bandwidth_bps / 1e9:.1f} GB/s, ridge {c.ridge_point:.1f} FLOP/B, "
+                f"{c.dram_text()}, ridge {'>= ' if c.dram_unresolved else ''}{c.ridge_point:.1f} FLOP/B, "
                 f"overhead {c.layer_overhead_s * 1e6:.1f} us/layer")
     if analysis.unknown_ops:
         rows.append("unknown ops (FLOPs not modelled, marked '?'): " + ", ".join(analysis.unknown_ops))

@@ -28,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _describe(c) -> str:
     def gbps(v):
         return f"{v / 1e9:.1f} GB/s" if v else "unresolved"
-    return (f"{c.label}\n  peak {c.peak_flops / 1e9:.1f} GFLOP/s, DRAM {gbps(c.dram_bandwidth_bps)}, "
+    return (f"{c.label}\n  peak {c.peak_flops / 1e9:.1f} GFLOP/s, DRAM {c.dram_text()}, "
             f"L2 {gbps(c.l2_bandwidth_bps)}, L1 {gbps(c.l1_bandwidth_bps)}, ridge "
-            f"{c.ridge_point:.2f} FLOP/B, overhead {c.layer_overhead_s * 1e6:.2f} us/layer ({c.source})")
+            f"{'>= ' if c.dram_unresolved else ''}{c.ridge_point:.2f} FLOP/B, "
+            f"overhead {c.layer_overhead_s * 1e6:.2f} us/layer ({c.source})")
 
 
 def _print_spec(args) -> int:
@@ -64,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}", file=sys.stderr)
             return 1
         print(_describe(found))
+        if found.dram_warning:
+            print(f"warning: {found.dram_warning}", file=sys.stderr)
         return 0
     result = (ert.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
               else ert.measure_cpu_ceilings(quick=not args.full, threads=args.threads))
@@ -74,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{p.bandwidth_bps / 1e9:>8.1f} {p.flops_per_s / 1e9:>9.2f}")
     print(_describe(result.ceilings))
     print("caches used to bin the sweep: " + ", ".join(
-        f"{level} {size / 1024:.0f} KiB" for level, size in result.cache_bytes.items()))
+        f"{level} {size / 1024:.0f} KiB" for level, size in result.cache_bytes.items())
+          + f"; largest working set {max(p.working_set_bytes for p in result.points) / 2 ** 20:.0f} MiB")
     print(f"cached in {cache.put(result.device_key, result.operating_point, result.ceilings)}")
     return 0

@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
     analysis = join_profile(cost, profile, ceilings)
     simulated = " (SIMULATION: times from the virtual Jetson's physics)" if args.backend == "virtual" else ""
-    print(f"{cost.model} on {args.backend}{simulated} ({profile.runs} runs), ceilings: {ceilings.label}")
+    print(f"{cost.model} on {args.backend}{simulated} ({profile.runs} runs), ceilings: {ceilings.label}, "
+          f"DRAM {ceilings.dram_text()}")
     print(format_table(analysis))
     if args.json:
         with open(args.json, "w") as f:

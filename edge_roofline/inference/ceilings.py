@@ -4,10 +4,11 @@ CPU when the model runs on this machine's CPU and it is not a catalogued device.
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from edge_roofline.platforms.base import Platform
-from edge_roofline.roofline.ceilings import Ceilings, CeilingsCache, spec_ceilings
+from edge_roofline.roofline.ceilings import Ceilings, CeilingsCache, CeilingsError, spec_ceilings
 from edge_roofline.roofline.devices import get_device
 
 
@@ -45,8 +46,14 @@ def host_cpu_ceilings(cache: CeilingsCache | None = None) -> Callable[[], Ceilin
 
     cache = cache or CeilingsCache()
     key, point = ert.cpu_identity()
-    found = cache.get(key, point, "cpu", "fp32")
+    try:
+        found = cache.get(key, point, "cpu", "fp32")
+    except CeilingsError as exc:
+        logging.getLogger(__name__).warning("%s", exc)  # and measures again below
+        found = None
     if found is None:
-        found = ert.measure_cpu_ceilings(quick=True).ceilings
+        found = ert.measure_cpu_ceilings(quick=True).ceilings  # logs its own DRAM warning
         cache.put(key, point, found)
+    elif found.dram_warning:
+        logging.getLogger(__name__).warning(found.dram_warning)
     return lambda: found

@@ -149,7 +149,10 @@ def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, bac
     c = analysis.ceilings
     return RooflineReport(
         model_id=model_id, backend=backend, device=device, simulated=simulated,
-        operating_point=operating_point_msg(point), ceilings_source=c.source, ceilings_engine=c.engine,
+        operating_point=operating_point_msg(point),
+        # the message has no DRAM flag: an unmeasured DRAM roof (an upper bound) is named in the source
+        ceilings_source=c.source if c.dram_unresolved is None else f"{c.source}, DRAM unresolved",
+        ceilings_engine=c.engine,
         peak_flop_per_s=float(c.peak_flops), dram_bandwidth_bytes_per_s=float(c.dram_bandwidth_bps),
         l2_bandwidth_bytes_per_s=_nan(c.l2_bandwidth_bps), layer_overhead_s=float(c.layer_overhead_s),
         layers=[layer_roofline_msg(l, analysis.precision) for l in analysis.layers],

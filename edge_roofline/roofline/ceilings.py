@@ -53,6 +53,10 @@ class Ceilings:
     layer_overhead_s: float        # fixed per-layer launch/overhead term
     source: str                    # "spec" | "measured"
     label: str                     # e.g. "AGX Orin 64GB MAXN gpu fp16"
+    # None: the DRAM roof is a spec figure or was measured. Otherwise why no measured working set
+    # reached DRAM (a huge last-level cache, too little free memory); dram_bandwidth_bps then
+    # holds the largest working set's bandwidth, an upper bound on DRAM's (see dram_text).
+    dram_unresolved: str | None = None
 
     @property
     def ridge_point(self) -> float:
@@ -63,12 +67,31 @@ class Ceilings:
         return {"dram": self.dram_bandwidth_bps, "l2": self.l2_bandwidth_bps,
                 "l1": self.l1_bandwidth_bps}[level]
 
+    def dram_text(self) -> str:
+        """The DRAM roof as every report prints it: an unmeasured one is marked as a bound."""
+        gbps = f"{self.dram_bandwidth_bps / 1e9:.1f} GB/s"
+        return gbps if self.dram_unresolved is None else f"unmeasured (<= {gbps})"
+
+    @property
+    def dram_warning(self) -> str | None:
+        """One line for logs when the DRAM roof was not measured, naming why and what it means."""
+        if self.dram_unresolved is None:
+            return None
+        return (f"{self.label}: DRAM bandwidth not measured ({self.dram_unresolved}); the DRAM roof "
+                f"uses the largest working set's {self.dram_bandwidth_bps / 1e9:.1f} GB/s, an upper "
+                f"bound, so memory-bound layers may run slower than the roofline says")
+
     def to_dict(self) -> dict:
         return asdict(self) | {"ridge_point": self.ridge_point}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Ceilings":
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+        """From ``to_dict``'s keys; a field newer than the data (e.g. ``dram_unresolved`` in a
+        cache written before it existed) takes its default."""
+        try:
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        except TypeError as exc:
+            raise CeilingsError(f"ceilings entry lacks a field: {exc}") from exc
 
 
 def _device(device: DeviceSpec | str) -> DeviceSpec:
@@ -175,17 +198,21 @@ class CeilingsCache:
         path = self.path(device_key, operating_point)
         try:
             data = json.loads(path.read_text())
+            return {key: Ceilings.from_dict(value) for key, value in data.get("ceilings", {}).items()}
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
-            raise CeilingsError(f"ceilings cache {path} is unreadable: {exc}") from exc
-        return {key: Ceilings.from_dict(value) for key, value in data.get("ceilings", {}).items()}
+        except (OSError, ValueError, AttributeError) as exc:  # ValueError covers a CeilingsError entry
+            raise CeilingsError(f"ceilings cache {path} is unreadable ({exc}); "
+                                "measuring again replaces it") from exc
 
     def get(self, device_key: str, operating_point: str, engine: str, precision: str) -> Ceilings | None:
         return self.load(device_key, operating_point).get(f"{engine}/{precision}")
 
     def put(self, device_key: str, operating_point: str, ceilings: Ceilings) -> Path:
-        entries = self.load(device_key, operating_point)
+        try:
+            entries = self.load(device_key, operating_point)
+        except CeilingsError:
+            entries = {}  # an unreadable cache file is replaced by the fresh measurement
         entries[f"{ceilings.engine}/{ceilings.precision}"] = ceilings
         path = self.path(device_key, operating_point)
         path.parent.mkdir(parents=True, exist_ok=True)

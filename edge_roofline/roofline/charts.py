@@ -98,8 +98,9 @@ def roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis], path
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for c, colour in zip(ceilings, _POINT_COLOURS):
         ax.plot(x, [min(c.peak_flops, i * c.dram_bandwidth_bps) for i in x], color=colour, lw=2,
+                ls="-" if c.dram_unresolved is None else "-.",  # an unmeasured DRAM roof is a bound
                 label=f"{c.label}: {c.peak_flops / 1e12:.2f} TFLOP/s, "
-                      f"DRAM {c.dram_bandwidth_bps / 1e9:.0f} GB/s")
+                      f"DRAM {c.dram_text()}")
         for level in ("l2", "l1"):
             bw = c.bandwidth_bps(level)
             if bw:

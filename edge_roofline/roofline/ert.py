@@ -18,10 +18,12 @@ one write); FLOPs = k x elements x trials.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -29,6 +31,14 @@ from edge_roofline.roofline.ceilings import Ceilings
 
 KIB = 1024
 MIB = 1024 * KIB
+
+log = logging.getLogger(__name__)
+
+# Where sysfs has no cache hierarchy (some VMs and containers), a typical server L3: DRAM
+# working sets then start at 128 MiB, which the memory budget still bounds.
+_UNKNOWN_LLC_BYTES = 32 * MIB
+# Without /proc/meminfo, what a sweep may allocate: small enough for any board.
+_UNKNOWN_MEMORY_BUDGET_BYTES = 256 * MIB
 
 
 class ErtError(RuntimeError):
@@ -64,6 +74,11 @@ class ErtResult:
     device_key: str               # the ceilings cache's keys for this machine
     operating_point: str
 
+    @property
+    def warning(self) -> str | None:
+        """Why the DRAM roof is unmeasured and what that means, or None when it was measured."""
+        return self.ceilings.dram_warning
+
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -85,10 +100,12 @@ def fit_ceilings(points: Iterable[ErtPoint], cache_bytes: dict[str, int], *, eng
 
     Bandwidths come from the memory-bound points (the smallest FLOPs per element): L1 is the
     best bandwidth with the working set inside ``cache_bytes["l1"]``, L2 the best between L1
-    and L2 (a level not faster than the one outside it is ``None``: unresolved), DRAM the median
-    over working sets at least 4x the last cache level (``"llc"`` if given, else ``"l2"``),
-    where no cache can hold a meaningful share. The FLOP ceiling is the
-    best FLOP rate over all points unless ``peak_flops`` (e.g. from GEMM) is given.
+    and L2 (a level not faster than the one outside it is ``None``: unresolved), DRAM the
+    median over working sets at least 4x the last cache level (``"llc"`` if given, else
+    ``"l2"``), where no cache can hold a meaningful share. Without such a working set the DRAM
+    roof is unresolved: ``dram_unresolved`` says why, and ``dram_bandwidth_bps`` holds the
+    largest working set's bandwidth, an upper bound on DRAM's. The FLOP ceiling is the best FLOP
+    rate over all points unless ``peak_flops`` (e.g. from GEMM) is given.
     """
     points = list(points)
     if not points:
@@ -97,11 +114,14 @@ def fit_ceilings(points: Iterable[ErtPoint], cache_bytes: dict[str, int], *, eng
     memory_points = [p for p in points if p.flops_per_element == k_min]
     llc = cache_bytes.get("llc", cache_bytes.get("l2", 0))
     dram = sorted(p.bandwidth_bps for p in memory_points if p.working_set_bytes >= 4 * llc)
-    if not dram:
+    unresolved = None
+    if dram:
+        dram_bps = statistics.median(dram)
+    else:
         largest = max(p.working_set_bytes for p in memory_points)
-        raise ErtError(f"no working set reaches DRAM: the largest is {largest} B, the last "
-                       f"cache level is {llc} B (need >= 4x)")
-    dram_bps = dram[len(dram) // 2] if len(dram) % 2 else 0.5 * (dram[len(dram) // 2 - 1] + dram[len(dram) // 2])
+        dram_bps = min(p.bandwidth_bps for p in memory_points if p.working_set_bytes == largest)
+        unresolved = (f"the largest working set, {largest / MIB:.0f} MiB, is under 4x the "
+                      f"{llc / MIB:.0f} MiB last-level cache")
 
     def best_within(low: int, high: int) -> float | None:
         values = [p.bandwidth_bps for p in memory_points if low < p.working_set_bytes <= high]
@@ -120,17 +140,21 @@ def fit_ceilings(points: Iterable[ErtPoint], cache_bytes: dict[str, int], *, eng
     peak = peak_flops if peak_flops is not None else max(p.flops_per_s for p in points)
     return Ceilings(engine=engine, precision=precision, peak_flops=peak,
                     dram_bandwidth_bps=dram_bps, l2_bandwidth_bps=l2_bps, l1_bandwidth_bps=l1_bps,
-                    layer_overhead_s=layer_overhead_s, source="measured", label=label)
+                    layer_overhead_s=layer_overhead_s, source="measured", label=label,
+                    dram_unresolved=unresolved)
 
 
 # ---- CPU ---------------------------------------------------------------------------------
 
 def cpu_cache_bytes(sys_root: str | Path = "/") -> dict[str, int]:
     """Data/unified cache sizes of cpu0 from sysfs: l1, l2 and, when there is one, llc (the
-    largest level). Missing sysfs: typical sizes (48 KiB, 1 MiB)."""
-    base = Path(sys_root) / "sys/devices/system/cpu/cpu0/cache"
+    largest level, times its instances: one per socket or cluster, each caching its own cores'
+    share of a multi-threaded sweep). Missing sysfs: typical sizes (48 KiB, 1 MiB) and, since a
+    larger level may hide there, an assumed 32 MiB llc."""
+    cpus = Path(sys_root) / "sys/devices/system/cpu"
     sizes: dict[int, int] = {}
-    for index in sorted(base.glob("index*")):
+    llc_index = None
+    for index in sorted((cpus / "cpu0/cache").glob("index*")):
         try:
             if (index / "type").read_text().strip() == "Instruction":
                 continue
@@ -138,10 +162,61 @@ def cpu_cache_bytes(sys_root: str | Path = "/") -> dict[str, int]:
             sizes[level] = _parse_size((index / "size").read_text())
         except (OSError, ValueError):
             continue
+        if level == max(sizes):
+            llc_index = index.name
     out = {"l1": sizes.get(1, 48 * KIB), "l2": sizes.get(2, MIB)}
-    if sizes and max(sizes) > 2:
-        out["llc"] = sizes[max(sizes)]
+    if not sizes:
+        out["llc"] = _UNKNOWN_LLC_BYTES
+    elif max(sizes) > 2:
+        instances = {f.read_text().strip() for f in cpus.glob(f"cpu[0-9]*/cache/{llc_index}/shared_cpu_list")}
+        out["llc"] = sizes[max(sizes)] * max(len(instances), 1)
     return out
+
+
+def memory_budget_bytes(sys_root: str | Path = "/") -> int:
+    """What one sweep buffer may take: half of the memory the kernel calls available
+    (MemAvailable, else MemFree) or of the room under a cgroup memory limit, whichever is less,
+    so a sweep never pushes a small board into swap or the OOM killer."""
+    root = Path(sys_root)
+    room: list[int] = []
+    try:
+        meminfo = dict(line.split(":", 1) for line in (root / "proc/meminfo").read_text().splitlines()
+                       if ":" in line)
+        room.append(int((meminfo.get("MemAvailable") or meminfo["MemFree"]).split()[0]) * KIB)
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    for limit, usage in (("memory.max", "memory.current"),  # cgroup v2, then v1
+                         ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+        try:
+            room.append(int((root / "sys/fs/cgroup" / limit).read_text())
+                        - int((root / "sys/fs/cgroup" / usage).read_text()))
+        except (OSError, ValueError):  # absent, or "max": no limit
+            continue
+    return max(min(room), 0) // 2 if room else _UNKNOWN_MEMORY_BUDGET_BYTES
+
+
+def cpu_sweep_sizes(cache_bytes: dict[str, int], budget_bytes: int, quick: bool) -> tuple[list[int], list[int]]:
+    """(working sets timed at every FLOPs per element, working sets timed memory-bound only).
+
+    The first climb geometrically up to the L2, where the data stays in cache between the
+    kernel's updates and FLOP-heavy points show the compute rate. The second carry on up to the
+    last-level cache and then jump to 4x it (one point quick; 4x and 8x full), where DRAM serves
+    nearly all the traffic: large arrays, so only the bandwidth kernel runs there and no point
+    sits between the LLC and 4x it. Every size stays within ``budget_bytes``; where 4x the LLC
+    does not fit, the largest size that does is the last point (the fit then reports DRAM
+    unresolved, with that point's bandwidth as the bound).
+    """
+    l2 = cache_bytes["l2"]
+    llc = cache_bytes.get("llc", l2)
+    budget = budget_bytes // (4 * KIB) * 4 * KIB
+    climb = [s for s in working_set_sizes((128 if quick else 16) * KIB, llc, per_octave=1 if quick else 2)
+             if s <= budget]
+    page = 4 * KIB
+    dram = [-(-n * llc // page) * page for n in ((4,) if quick else (4, 8))]
+    dram = [s for s in dram if s <= budget]
+    if not dram and budget > max(climb, default=0):
+        dram = [budget]
+    return [s for s in climb if s <= l2], [s for s in climb if s > l2] + dram
 
 
 def _parse_size(text: str) -> int:
@@ -239,23 +314,33 @@ def measure_cpu_dispatch_s(calls: int = 2000) -> float:
 
 def measure_cpu_ceilings(quick: bool = True, *, threads: int | None = None,
                          sys_root: str | Path = "/") -> ErtResult:
-    """fp32 ceilings of this CPU. ``quick`` (a few seconds) sweeps fewer sizes and FLOPs per
-    element than the full run."""
+    """fp32 ceilings of this CPU. ``quick`` (seconds) sweeps fewer sizes and FLOPs per element
+    than the full run. The working sets follow the cache hierarchy and the free memory
+    (``cpu_sweep_sizes``); where DRAM is out of reach the result says so (``warning``, also
+    logged) instead of failing."""
     cache = cpu_cache_bytes(sys_root)
-    llc = cache.get("llc", cache["l2"])
-    max_bytes = max(4 * llc, 32 * MIB) * (1 if quick else 2)
-    sizes = working_set_sizes((128 if quick else 16) * KIB, max_bytes, per_octave=1 if quick else 2)
+    budget = memory_budget_bytes(sys_root)
+    compute_sizes, memory_sizes = cpu_sweep_sizes(cache, budget, quick)
     ks = (2, 8) if quick else (2, 4, 8, 16, 32, 64)
-    points = measure_cpu_points(sizes, ks, threads=threads,
-                                min_bytes_per_point=(32 if quick else 256) * MIB,
-                                repeats=2 if quick else 5)
+    sweep = {"threads": threads, "min_bytes_per_point": (32 if quick else 256) * MIB,
+             "repeats": 2 if quick else 5}
+    points = []
+    for sizes, sizes_ks in ((compute_sizes, ks), (memory_sizes, ks[:1])):
+        if sizes:
+            points += measure_cpu_points(sizes, sizes_ks, **sweep)
     key, point = cpu_identity(sys_root)
     ceilings = fit_ceilings(points, cache, engine="cpu", precision="fp32",
                             label=f"{key} {point} cpu fp32 (measured)",
                             layer_overhead_s=measure_cpu_dispatch_s(),
                             peak_flops=measure_cpu_gemm_flops((256, 512) if quick else (256, 512, 1024, 2048)))
-    return ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache,
-                     device_key=key, operating_point=point)
+    if ceilings.dram_unresolved and budget < 4 * cache.get("llc", cache["l2"]):
+        ceilings = replace(ceilings, dram_unresolved=f"{ceilings.dram_unresolved}: the memory budget, "
+                           f"half of the free memory, is {budget / MIB:.0f} MiB")
+    result = ErtResult(points=tuple(points), ceilings=ceilings, cache_bytes=cache,
+                       device_key=key, operating_point=point)
+    if result.warning:
+        log.warning(result.warning)
+    return result
 
 
 # ---- NVIDIA GPU (pycuda) -----------------------------------------------------------------

@@ -23,6 +23,7 @@ def roofline_analysis_from_msg(msg) -> RooflineAnalysis:
                         peak_flops=msg.peak_flop_per_s, dram_bandwidth_bps=msg.dram_bandwidth_bytes_per_s,
                         l2_bandwidth_bps=opt(msg.l2_bandwidth_bytes_per_s), l1_bandwidth_bps=None,
                         layer_overhead_s=msg.layer_overhead_s, source=msg.ceilings_source,
+                        dram_unresolved="as reported" if "DRAM unresolved" in msg.ceilings_source else None,
                         label=f"{msg.device} {msg.operating_point.name}".strip())
     layers = tuple(LayerBound(
         name=l.name, op_type=l.op_type, flops=l.flops, bytes=l.bytes_total,
