@@ -51,7 +51,7 @@ def _print_spec(args) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edge_roofline.roofline import ert
+    from edge_roofline.roofline import ert, ert_gpu
     from edge_roofline.roofline.ceilings import CeilingsCache
 
     if args.device:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     cache = CeilingsCache(args.cache_dir)
     engine, precision = ("gpu", args.precision) if args.gpu else ("cpu", "fp32")
     if args.cached:
-        key, point = ert.gpu_identity() if args.gpu else ert.cpu_identity()
+        key, point = ert_gpu.gpu_identity() if args.gpu else ert.cpu_identity()
         found = cache.get(key, point, engine, precision)
         if found is None:
             print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}", file=sys.stderr)
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         if found.dram_warning:
             print(f"warning: {found.dram_warning}", file=sys.stderr)
         return 0
-    result = (ert.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
+    result = (ert_gpu.measure_gpu_ceilings(precision, quick=not args.full) if args.gpu
               else ert.measure_cpu_ceilings(quick=not args.full, threads=args.threads))
     if args.points:
         print(f"{'working set':>12} {'FLOP/elem':>9} {'GB/s':>8} {'GFLOP/s':>9}")

@@ -156,7 +156,7 @@ def test_reports_mark_an_unmeasured_dram_roof():
     from edge_roofline.ros.analysis import roofline_analysis_from_msg
     from edge_roofline.roofline.costs import analyze_model
     from edge_roofline.roofline.model import analyze_roofline
-    from edge_roofline import zoo
+    from edge_roofline.models import zoo
 
     c = Ceilings(engine="cpu", precision="fp32", peak_flops=1e11, dram_bandwidth_bps=4e10,
                  l2_bandwidth_bps=None, l1_bandwidth_bps=None, layer_overhead_s=1e-6, source="measured",

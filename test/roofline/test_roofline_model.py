@@ -10,7 +10,7 @@ import pytest
 
 from edge_roofline.models import zoo
 from edge_roofline.cli import main
-from edge_roofline.roofline import ert
+from edge_roofline.roofline import ert, ert_gpu
 from edge_roofline.roofline.ceilings import (Ceilings, CeilingsCache, CeilingsError, max_clock_preset,
                                              preset_ceilings, spec_ceilings)
 from edge_roofline.roofline.costs import LayerCost, ModelCost, analyze_model
@@ -114,17 +114,17 @@ def test_ert_fit_recovers_levels_and_peak():
 
 
 def test_gpu_kernel_source_and_points():
-    src = ert.gpu_kernel_source("fp32", 16)
+    src = ert_gpu.gpu_kernel_source("fp32", 16)
     assert 'extern "C" __global__ void ert_fp32_k16(' in src
     assert src.count("fmaf(b, alpha, c);") == 8
-    half = ert.gpu_kernel_source("fp16", 4)
+    half = ert_gpu.gpu_kernel_source("fp16", 4)
     assert "#include <cuda_fp16.h>" in half and half.count("__hfma2") == 2
     assert src.count("{") == src.count("}")
     with pytest.raises(ert.ErtError):
-        ert.gpu_kernel_source("fp32", 3)
+        ert_gpu.gpu_kernel_source("fp32", 3)
     with pytest.raises(ert.ErtError):
-        ert.gpu_kernel_source("int4", 2)
-    p = ert.gpu_point("fp16", 1 << 20, 8, trials=10, seconds=1e-3)
+        ert_gpu.gpu_kernel_source("int4", 2)
+    p = ert_gpu.gpu_point("fp16", 1 << 20, 8, trials=10, seconds=1e-3)
     assert p.flops == 8 * (1 << 18) * 2 * 10 and p.bytes_moved == 2 * (1 << 20) * 10
 
 
@@ -139,7 +139,7 @@ def test_gpu_measurement_without_pycuda_is_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_pycuda)
     with pytest.raises(ert.GpuUnavailableError, match="pip install pycuda"):
-        ert.measure_gpu_ceilings("fp32")
+        ert_gpu.measure_gpu_ceilings("fp32")
 
 
 def test_cpu_sweep_measures_positive_rates_and_sysfs_caches(tmp_path):
