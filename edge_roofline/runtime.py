@@ -57,8 +57,14 @@ class SimulationLabelled(Platform):
     def sample_power(self) -> TelemetrySample:
         return self._label(self.inner.sample_power())
 
-    def restore(self) -> None:
-        self.inner.restore()
+    def restore(self) -> str:
+        return self.inner.restore()
+
+    def found_record(self) -> dict | None:
+        return self.inner.found_record()
+
+    def restore_record(self, record: dict) -> str:
+        return self.inner.restore_record(record)
 
     def close(self) -> None:
         if self._board is not None:

@@ -2,8 +2,9 @@
 operating point out (active), or recommended (advise); GovernorState with the reason for every
 decision on governor/state; services to enable/disable it and to set the latency target.
 
-What was found at start is put back on shutdown, Ctrl-C, SIGTERM, an exception, when disabled,
-and on the next start after a crash (the state file). The core is edge_roofline.governor.core;
+What was found at start (every cap file and the mode, as they were) is put back on shutdown,
+Ctrl-C, SIGTERM, an exception, when disabled, and on the next start after a crash (the state
+file), each logged as "restored ...". A second governor on the same board refuses to start. The core is edge_roofline.governor.core;
 edge_roofline.governor_runtime opens the platform and restores.
 """
 
@@ -72,7 +73,8 @@ class GovernorNode(Node):
         if p["step_rate_hz"] <= 0:
             raise ConfigError(f"step_rate_hz must be > 0, got {p['step_rate_hz']}")
         self.clock = _NodeClock(self)
-        self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning)
+        self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
+                                       owner=f"node {self.get_fully_qualified_name()}")
         # One thread: a multi-threaded executor busy-spins while a mutually exclusive group is
         # taken, which on a small machine starved the step timer for seconds (fallback late).
         # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
@@ -97,7 +99,8 @@ class GovernorNode(Node):
 
     def on_power(self, msg: PowerTelemetry) -> None:
         stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg))
+        self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg),
+                                            msg.source)
 
     def on_step(self) -> None:
         decision = self.runtime.governor.step(self.clock.now_s())
@@ -111,9 +114,8 @@ class GovernorNode(Node):
                                                           self.last_change, self.runtime.simulated))
 
     def on_enable(self, request, response):
-        response.message = self.runtime.set_enabled(request.data)
-        response.success = True
-        self.get_logger().info(response.message)
+        response.success, response.message = self.runtime.set_enabled(request.data)
+        (self.get_logger().info if response.success else self.get_logger().error)(response.message)
         return response
 
     def on_set_target(self, request, response):

@@ -45,9 +45,7 @@ def test_apply_then_restore(root):
     assert int(gpu_max.read_text()) == point.gpu_max_freq_hz
     plat.apply(plat.operating_points()[1])  # MODE_50W, live
     assert plat.sample().nvpmodel_mode == "MODE_50W"
-    state = root / "state.json"
-    plat.save_found_state(state)
-    make(root).restore_from_state_file(state)
+    assert make(root).restore_record(plat.found_record()).startswith("restored MAXN as found: wrote nvpmodel MAXN")
     assert gpu_max.read_text().strip() == before.strip()
     assert (root / "sys/devices/system/cpu/cpu7/online").read_text() == "1"
     assert (root / "usr/bin/nvpmodel_status").read_text() == "0"
