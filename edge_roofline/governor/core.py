@@ -73,6 +73,7 @@ class Governor:
         self._measured: set[str] = set()  # points measured under the current workload and rate
         self._missed: set[str] = set()  # points that missed the target under it (not tried again)
         self._apply_failures: dict[str, int] = {}
+        self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._jitter_ratio = 1.0
         self._calibrated_rate_hz: float | None = None
         self.switches = 0
@@ -231,8 +232,12 @@ class Governor:
                 fails = self.config.safety.apply_failures_before_disable
             self._apply_failures[point.name] = fails
             self.safety.note_apply_failure(now_s, f"{point.name}: {exc}")
+            # Some writes may have gone through: what is in force is no longer known, so the
+            # fallback applies the safe point again even where it was the current one.
+            self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
         self.current = point
+        self._in_doubt = False
         self.safety.note_switch(now_s)
         self._last_switch_s = now_s
         self._measured_here = False
@@ -249,7 +254,7 @@ class Governor:
         if not verdict.ok:
             applied = False
             reason = verdict.reason
-            if self.mode == "active" and self.current != self.safe_point:
+            if self.mode == "active" and (self.current != self.safe_point or self._in_doubt):
                 error = self._apply(self.safe_point, now_s)
                 applied = not error
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"

@@ -182,25 +182,40 @@ class JetsonPlatform(Platform):
         return validate_point(self.device, self._preset, point)
 
     def apply(self, point: OperatingPoint) -> None:
+        """The mode, then every cap file of ``point``. A refused write does not stop the others
+        (a fallback to the safe point gets as far as it can); ApplyError then names each one."""
         preset = self._validate(point)
         if preset.mode_id != self._preset.mode_id:
             self.nvpmodel.set_mode(preset, self._preset)
             self._preset = preset
         caps = resolved_caps(self.device, preset, point)
-        for core in self._cores:
-            online = cpu.core_dir(self.root, core) / "online"
-            if core and online.exists():
-                self.writer.write(online, "1" if core < caps.cpu_online_cores else "0")
-        for core in self._cores:
-            if cpu.is_online(self.root, core):
-                self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
-                                  str(int(caps.cpu_max_freq_hz / _KHZ)))
+        writes = [(cpu.core_dir(self.root, core) / "online", "1" if core < caps.cpu_online_cores else "0")
+                  for core in self._cores if core and (cpu.core_dir(self.root, core) / "online").exists()]
+        failed = self._write_all(writes)
+        failed += self._write_all([(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
+                                    str(int(caps.cpu_max_freq_hz / _KHZ)))
+                                   for core in self._cores if cpu.is_online(self.root, core)])
         if self._gpu:
-            self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))
+            failed += self._write_all([(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))])
         emc_file = self._emc_cap_file()
         if emc_file:
-            self.writer.write(emc_file, str(int(caps.emc_max_freq_hz)))
+            # A preset without an EMC cap is 0 in nvpmodel's emc_iso_cap ("no cap"), as nvpmodel writes it.
+            uncapped = emc_file.name == "emc_iso_cap" and point.emc_max_freq_hz is None and preset.emc_max_freq_hz is None
+            failed += self._write_all([(emc_file, "0" if uncapped else str(int(caps.emc_max_freq_hz)))])
+        if failed:
+            self._point = self._live_point()
+            raise ApplyError(f"{len(failed)} cap writes failed (the others done): {'; '.join(failed)}")
         self._point = point
+
+    def _write_all(self, writes: list[tuple[Path, str]]) -> list[str]:
+        """Each write tried; the errors of those that failed."""
+        failed = []
+        for path, value in writes:
+            try:
+                self.writer.write(path, value)
+            except ApplyError as exc:
+                failed.append(str(exc))
+        return failed
 
     def _power(self):
         rails, problems = self._rails.read()
