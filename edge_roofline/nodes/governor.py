@@ -46,7 +46,8 @@ PARAMETERS = {
     "points_include_presets": (True, "reboot-free nvpmodel presets are candidates too"),
     "safe_point": ("", "fallback point name (empty: the point found at start)"),
     "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
-    "state_path": ("", "crash record of the point found at start (empty: under sysfs_root, or ~/.ros)"),
+    "state_path": ("", "crash record of every cap file and the mode as found (empty: under sysfs_root, or ~/.ros); "
+                       "locked: one governor per board"),
     "step_rate_hz": (10.0, "decisions per second"),
     "window_s": (5.0, "sliding window of the latency percentile"),
     "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
@@ -132,7 +133,8 @@ class GovernorNode(Node):
         return response
 
     def destroy_node(self) -> None:
-        self.runtime.close()
+        if hasattr(self, "runtime"):  # absent when start-up failed (rclpy's shutdown still destroys the node)
+            self.runtime.close()
         super().destroy_node()
 
 

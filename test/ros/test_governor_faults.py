@@ -2,7 +2,8 @@
 plays inference and power monitor on the topics, so each fault is injected at a known instant.
 NaN latency, a thermal alarm and stale telemetry each send the governor to its safe point
 within a second (stale: within a second of the telemetry being stale), with the state and the
-cause in GovernorState, and the device's control files at the point found at start."""
+cause in GovernorState, and the device's control files at the point found at start. Two governors on one board, kill -9
+and a cap file made read-only mid-run: see the last test."""
 
 import math
 import signal
@@ -10,36 +11,43 @@ import time
 
 from edge_roofline import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
+from test.governor.test_faults_virtual import read_only
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
 from test.ros.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)
 
 STALE_S = 1.0
 
 
+def fake_inputs(node, states: list) -> dict:
+    """Inference stats at 30 Hz and power telemetry at 20 Hz from ``node``, as the returned dict
+    says (latency_ms, temperature_c, power on/off); GovernorState messages into ``states``."""
+    fake = {"latency_ms": 5.0, "temperature_c": 50.0, "power": True}
+    stats_pub = node.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
+    power_pub = node.create_publisher(PowerTelemetry, topics.POWER_TELEMETRY, 10)
+    node.create_subscription(GovernorState, topics.GOVERNOR_STATE, lambda m: states.append((time.monotonic(), m)), 50)
+
+    def publish_stats():
+        stats_pub.publish(InferenceStats(latency_ms=fake["latency_ms"], simulated=True))
+
+    def publish_power():
+        if fake["power"]:
+            msg = PowerTelemetry(average_power_w=12.0, total_power_w=12.0, simulated=True,
+                                 temperature_names=["tj-thermal"], temperatures_c=[fake["temperature_c"]])
+            msg.header.stamp = node.get_clock().now().to_msg()
+            power_pub.publish(msg)
+            fake["last_power_s"] = time.monotonic()
+    node.create_timer(1 / 30, publish_stats)
+    node.create_timer(1 / 20, publish_power)
+    return fake
+
+
 def test_faults_fall_back_within_a_second(board, ros_env, tmp_path):  # noqa: F811
     found = cap_files(board)
     state_path = tmp_path / "state.json"
     log = tmp_path / "governor.log"
-    fake = {"latency_ms": 5.0, "temperature_c": 50.0, "power": True}
     states = []
     with watcher(ros_env) as (node, spin_until):
-        stats_pub = node.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
-        power_pub = node.create_publisher(PowerTelemetry, topics.POWER_TELEMETRY, 10)
-        node.create_subscription(GovernorState, topics.GOVERNOR_STATE,
-                                 lambda m: states.append((time.monotonic(), m)), 50)
-
-        def publish_stats():
-            stats_pub.publish(InferenceStats(latency_ms=fake["latency_ms"], simulated=True))
-
-        def publish_power():
-            if fake["power"]:
-                msg = PowerTelemetry(average_power_w=12.0, total_power_w=12.0, simulated=True,
-                                     temperature_names=["tj-thermal"], temperatures_c=[fake["temperature_c"]])
-                msg.header.stamp = node.get_clock().now().to_msg()
-                power_pub.publish(msg)
-                fake["last_power_s"] = time.monotonic()
-        node.create_timer(1 / 30, publish_stats)
-        node.create_timer(1 / 20, publish_power)
+        fake = fake_inputs(node, states)
         gov = start_node("governor", ros_env, governor_params(board, state_path, stale_telemetry_s=STALE_S), log)
         try:
             def healthy():
@@ -86,4 +94,75 @@ def test_faults_fall_back_within_a_second(board, ros_env, tmp_path):  # noqa: F8
         finally:
             code = stop_node(gov, signal.SIGTERM, timeout_s=30)
     assert code == 0, log_text(log)
+    assert cap_files(board) == found and not state_path.exists()
+
+
+def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path):  # noqa: F811
+    """A second governor on the board refuses at start (exit 2, one line naming the first) and
+    touches nothing; the lock dies with a kill -9, so the next start is not blocked; a cap file
+    made read-only mid-run: the fallback reports it in GovernorState, shutdown puts back the rest
+    and names it in one line, and the kept crash record puts it back once it is writable."""
+    found = cap_files(board)
+    state_path = tmp_path / "state.json"
+    logs = {name: tmp_path / f"{name}.log" for name in ("first", "second", "third", "fourth")}
+    states = []
+    params = governor_params(board, state_path, stale_telemetry_s=STALE_S, points_include_presets=False)
+    with watcher(ros_env) as (node, spin_until):
+        fake = fake_inputs(node, states)
+        first = start_node("governor", ros_env, {**params, "mode": "advise"}, logs["first"])
+        procs = [first]
+        try:
+            assert spin_until(lambda: states and state_path.exists(), timeout_s=90, procs=procs), log_text(logs["first"])
+            record = state_path.read_text()
+            second = start_node("governor", ros_env, {**params, "mode": "active"}, logs["second"])
+            procs.append(second)
+            assert spin_until(lambda: second.poll() is not None, timeout_s=60), log_text(logs["second"])
+            procs.remove(second)
+            assert second.returncode == 2, log_text(logs["second"])
+            refusal = [line for line in log_text(logs["second"]).splitlines() if "another governor" in line]
+            assert len(refusal) == 1 and f"pid {first.pid}, node /governor" in refusal[0], log_text(logs["second"])
+            assert "Traceback" not in log_text(logs["second"])
+            n = len(states)
+            assert spin_until(lambda: len(states) > n + 5, timeout_s=10, procs=procs)  # the first still runs
+            assert cap_files(board) == found and state_path.read_text() == record
+
+            first.kill()  # kill -9: its lock goes with it
+            first.wait()
+            procs.remove(first)
+            third = start_node("governor", ros_env, params, logs["third"])
+            procs.append(third)
+            assert spin_until(lambda: cap_files(board) != found, timeout_s=120, procs=procs), log_text(logs["third"])
+            assert "did not shut down: restored MAXN as found: wrote nothing" in log_text(logs["third"])
+
+            moved = cap_files(board)
+            rel = next(k for k, v in moved.items() if v != found[k] and k.endswith("/online"))
+            locked = board / rel
+            read_only(locked)
+            try:
+                fake["power"] = False  # stale telemetry: the governor falls back, and cannot write that file
+
+                def reported():
+                    last = states[-1][1]
+                    return last.state == "fallback" and "safe point failed" in last.reason and str(locked) in last.reason
+                assert spin_until(reported, timeout_s=20, procs=procs), \
+                    f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['third'])}"
+                print(f"GovernorState reason: {states[-1][1].reason}")
+                now = cap_files(board)
+                assert {k for k in found if now[k] != found[k]} == {rel}, now
+                assert stop_node(third, signal.SIGTERM, timeout_s=30) == 0, log_text(logs["third"])
+                procs.remove(third)
+                failed = [line for line in log_text(logs["third"]).splitlines() if "could not restore" in line]
+                assert len(failed) == 1 and str(locked) in failed[0] and "crash record" in failed[0], log_text(logs["third"])
+                assert state_path.exists()
+            finally:
+                read_only(locked, on=False)
+            fake["power"] = True
+            fourth = start_node("governor", ros_env, {**params, "mode": "off"}, logs["fourth"])
+            procs.append(fourth)
+            assert spin_until(lambda: states[-1][1].mode == "off", timeout_s=90, procs=procs), log_text(logs["fourth"])
+            assert cap_files(board) == found, log_text(logs["fourth"])
+            assert f"restored MAXN as found: wrote {rel.split('/')[-2]}/online=1" in log_text(logs["fourth"])
+        finally:
+            for proc in procs:
+                stop_node(proc, signal.SIGTERM, timeout_s=30)
     assert cap_files(board) == found and not state_path.exists()

@@ -287,8 +287,8 @@ class JetsonPlatform(Platform):
         self._point = self._live_point()
         summary = f"{', '.join(written) or 'nothing'}; {len(record['files']) - tried} cap files already were"
         if failed:
-            raise ApplyError(f"could not restore {len(failed)} of {len(record['files'])} cap files and mode as "
-                             f"found: {'; '.join(failed)}; restored {summary}")
+            raise ApplyError(f"could not restore as found: {'; '.join(failed)}; restored {found.name} as found "
+                             f"except that: wrote {summary}")
         return f"restored {found.name} as found: wrote {summary}"
 
     def close(self) -> None:
