@@ -100,8 +100,8 @@ class GovernorNode(Node):
 
     def on_power(self, msg: PowerTelemetry) -> None:
         stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.runtime.governor.observe_power(msg.average_power_w, stamp_s, convert.temperatures_from_msg(msg),
-                                            msg.source)
+        self.runtime.governor.observe_power(convert.power_w_from_telemetry(msg), stamp_s,
+                                            convert.temperatures_from_msg(msg), msg.source)
 
     def on_step(self) -> None:
         decision = self.runtime.governor.step(self.clock.now_s())

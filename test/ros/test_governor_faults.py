@@ -3,7 +3,7 @@ plays inference and power monitor on the topics, so each fault is injected at a 
 NaN latency, a thermal alarm and stale telemetry each send the governor to its safe point
 within a second (stale: within a second of the telemetry being stale), with the state and the
 cause in GovernorState, and the device's control files at the point found at start. Two governors on one board, kill -9
-and a cap file made read-only mid-run: see the last test."""
+a cap file made read-only mid-run, power rail files removed mid-run: see the last tests."""
 
 import math
 import signal
@@ -13,7 +13,8 @@ from edge_roofline import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from test.governor.test_faults_virtual import read_only
 from test.ros.rosutil import log_text, start_node, stop_node, watcher
-from test.ros.virtual_rig import board, cap_files, governor_params  # noqa: F401 (board: fixture)
+from edge_roofline.virtual.live import LiveVirtualJetson
+from test.ros.virtual_rig import DEVICE, board, cap_files, governor_params  # noqa: F401 (board: fixture)
 
 STALE_S = 1.0
 
@@ -166,3 +167,43 @@ def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path)
             for proc in procs:
                 stop_node(proc, signal.SIGTERM, timeout_s=30)
     assert cap_files(board) == found and not state_path.exists()
+
+
+def test_power_rail_files_removed_mid_run(ros_env, tmp_path):
+    """The real power monitor on a live virtual Orin feeds the governor; the INA3221's files go
+    away (the board stops stepping, so nothing writes them again): the governor falls back to
+    the safe point naming the missing rails, and everything ends as found."""
+    jetson = LiveVirtualJetson(tmp_path / "orin", DEVICE, mode_id=0).start()
+    root, states = jetson.root, []
+    found = cap_files(root)
+    state_path = tmp_path / "state.json"
+    logs = {name: tmp_path / f"{name}.log" for name in ("power_monitor", "governor")}
+    try:
+        with watcher(ros_env) as (node, spin_until):
+            fake_inputs(node, states)["power"] = False  # power comes from the power monitor only
+            procs = [start_node("power_monitor", ros_env, {"platform": f"virtual:{DEVICE}", "sysfs_root": str(root)},
+                                logs["power_monitor"]),
+                     start_node("governor", ros_env, governor_params(root, state_path, stale_telemetry_s=STALE_S),
+                                logs["governor"])]
+            try:
+                assert spin_until(lambda: states and not states[-1][1].fallback_active and states[-1][1].window_samples,
+                                  timeout_s=90, procs=procs), \
+                    f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['governor'])}{log_text(logs['power_monitor'])}"
+                jetson.stop()
+                for dev in (root / "sys/bus/i2c/drivers/ina3221").iterdir():
+                    for path in dev.resolve().glob("hwmon/hwmon*/*_input"):
+                        path.unlink()
+                t0 = time.monotonic()
+                assert spin_until(lambda: states[-1][1].fallback_active, timeout_s=10, procs=procs), \
+                    f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['governor'])}"
+                last = states[-1][1]
+                print(f"rails removed: fallback after {time.monotonic() - t0:.2f} s: {last.reason}")
+                assert last.state == "fallback" and "rails missing" in last.reason and "VDD_GPU_SOC" in last.reason
+                assert last.current_point.name == "MAXN" and cap_files(root) == found
+            finally:
+                codes = [stop_node(p, signal.SIGTERM, timeout_s=30) for p in reversed(procs)]
+            assert codes == [0, 0], log_text(logs["governor"]) + log_text(logs["power_monitor"])
+    finally:
+        jetson.stop()
+    assert cap_files(root) == found and not state_path.exists()
+    assert "restored MAXN as found" in log_text(logs["governor"])
