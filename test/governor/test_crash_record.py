@@ -138,3 +138,17 @@ def test_a_second_governor_refuses_naming_the_first_and_touches_nothing(tree):
     first.close()
     second = GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0))  # free once the first is gone
     second.close()
+
+
+def test_disable_restores_as_found_and_enable_records_again(tree):
+    found = cap_files(tree)
+    runtime = GovernorRuntime(runtime_params(tree, mode="active"), SimClock(0.0))
+    runtime.platform.apply(OperatingPoint("low", nvpmodel_id=0, **LOW))
+    ok, message = runtime.set_enabled(False)
+    assert ok and message.startswith("governor off; restored MAXN as found: wrote ") and "emc_iso_cap=0" in message
+    assert cap_files(tree) == found and not (tree / "var/lib/governor_state.json").exists()
+    assert runtime.set_enabled(True) == (True, "governor active")
+    record = json.loads((tree / "var/lib/governor_state.json").read_text())
+    assert record["platform"]["files"][str(tree / "sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq")] == "729600"
+    runtime.close()
+    assert cap_files(tree) == found

@@ -13,7 +13,7 @@ from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor_runtime import GovernorRuntime
-from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.platforms.base import ApplyError, OperatingPoint
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import analyze_roofline
@@ -133,6 +133,12 @@ def test_cap_file_made_read_only_mid_run(tree):  # noqa: F811
         print(f"GovernorState reason: {last.reason}\nat shutdown: {line}")
         assert "\n" not in line and line.startswith("could not restore as found: ") and str(locked) in line
         assert "crash record" in line and (tree / "var/lib/governor_state.json").exists()
+        # While the file stays read-only, the next start refuses in one line and keeps the record.
+        with pytest.raises(ApplyError) as err:
+            GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append)
+        assert str(err.value).startswith("crash record ") and str(locked) in str(err.value)
+        assert "the record is kept" in str(err.value) and "\n" not in str(err.value)
+        assert (tree / "var/lib/governor_state.json").exists()
     finally:
         read_only(locked, on=False)
     logs.clear()
