@@ -73,7 +73,7 @@ def _write_order(path: str, value: str | None, current: str | None) -> int:
 
 
 def _short(path: str, value: str) -> str:
-    """``cpu8/online=1``, ``policy0/scaling_max_freq=...``: a cap file named for a log line."""
+    """``cpu8/online=1``, ``cpu0/scaling_max_freq=2201600``: a cap file named for a log line."""
     p = Path(path)
     parent = p.parent.parent if p.parent.name == "cpufreq" else p.parent
     return f"{parent.name}/{p.name}={value}"
