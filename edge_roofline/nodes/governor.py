@@ -4,8 +4,9 @@ decision on governor/state; services to enable/disable it and to set the latency
 
 What was found at start (every cap file and the mode, as they were) is put back on shutdown,
 Ctrl-C, SIGTERM, an exception, when disabled, and on the next start after a crash (the state
-file), each logged as "restored ...". A second governor on the same board refuses to start. The core is edge_roofline.governor.core;
-edge_roofline.governor_runtime opens the platform and restores.
+file), each logged as "restored ...". A second governor on the same board refuses to start.
+The core is edge_roofline.governor.core; edge_roofline.governor_runtime opens the platform and
+restores.
 """
 
 from __future__ import annotations

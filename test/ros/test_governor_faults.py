@@ -113,7 +113,8 @@ def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path)
         first = start_node("governor", ros_env, {**params, "mode": "advise"}, logs["first"])
         procs = [first]
         try:
-            assert spin_until(lambda: states and state_path.exists(), timeout_s=90, procs=procs), log_text(logs["first"])
+            assert spin_until(lambda: states and state_path.exists(), timeout_s=90, procs=procs), \
+                log_text(logs["first"])
             record = state_path.read_text()
             second = start_node("governor", ros_env, {**params, "mode": "active"}, logs["second"])
             procs.append(second)
@@ -144,7 +145,8 @@ def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path)
 
                 def reported():
                     last = states[-1][1]
-                    return last.state == "fallback" and "safe point failed" in last.reason and str(locked) in last.reason
+                    return last.state == "fallback" and "safe point failed" in last.reason \
+                        and str(locked) in last.reason
                 assert spin_until(reported, timeout_s=20, procs=procs), \
                     f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['third'])}"
                 print(f"GovernorState reason: {states[-1][1].reason}")
@@ -153,7 +155,8 @@ def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path)
                 assert stop_node(third, signal.SIGTERM, timeout_s=30) == 0, log_text(logs["third"])
                 procs.remove(third)
                 failed = [line for line in log_text(logs["third"]).splitlines() if "could not restore" in line]
-                assert len(failed) == 1 and str(locked) in failed[0] and "crash record" in failed[0], log_text(logs["third"])
+                assert len(failed) == 1 and str(locked) in failed[0] and "crash record" in failed[0], \
+                    log_text(logs["third"])
                 assert state_path.exists()
             finally:
                 read_only(locked, on=False)
@@ -188,7 +191,8 @@ def test_power_rail_files_removed_mid_run(ros_env, tmp_path):
             try:
                 assert spin_until(lambda: states and not states[-1][1].fallback_active and states[-1][1].window_samples,
                                   timeout_s=90, procs=procs), \
-                    f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['governor'])}{log_text(logs['power_monitor'])}"
+                    f"{[s.reason for _, s in states[-3:]]}\n{log_text(logs['governor'])}" \
+                    f"{log_text(logs['power_monitor'])}"
                 jetson.stop()
                 for dev in (root / "sys/bus/i2c/drivers/ina3221").iterdir():
                     for path in dev.resolve().glob("hwmon/hwmon*/*_input"):

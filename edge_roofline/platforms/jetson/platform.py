@@ -200,7 +200,8 @@ class JetsonPlatform(Platform):
         emc_file = self._emc_cap_file()
         if emc_file:
             # A preset without an EMC cap is 0 in nvpmodel's emc_iso_cap ("no cap"), as nvpmodel writes it.
-            uncapped = emc_file.name == "emc_iso_cap" and point.emc_max_freq_hz is None and preset.emc_max_freq_hz is None
+            uncapped = emc_file.name == "emc_iso_cap" and point.emc_max_freq_hz is None \
+                and preset.emc_max_freq_hz is None
             failed += self._write_all([(emc_file, "0" if uncapped else str(int(caps.emc_max_freq_hz)))])
         if failed:
             self._point = self._live_point()
