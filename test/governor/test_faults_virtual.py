@@ -101,6 +101,17 @@ def read_only(path, on=True):
         path.chmod(0o644)
 
 
+def moved_file(found: dict, now: dict) -> str:
+    """A cap file the governor changed (a core's online flag where it turned one off)."""
+    return min((k for k, v in now.items() if v != found[k]), key=lambda k: not k.endswith("/online"))
+
+
+def names_file(text: str, path) -> bool:
+    """Whether ``text`` names ``path`` under any of its names (cpu0/cpufreq/x and policy0/x are one file)."""
+    tokens = (t.rstrip(":") for t in text.replace(";", " ").replace(",", " ").split())
+    return any(t.startswith("/") and os.path.exists(t) and os.path.samefile(t, path) for t in tokens)
+
+
 def moved_governor(tree, logs):
     """A governor (active, in MAXN's caps grid only) that has moved the board off what it found."""
     runtime = GovernorRuntime(runtime_params(tree, mode="active", points_include_presets=False, dwell_s=0.5),
@@ -118,25 +129,26 @@ def test_cap_file_made_read_only_mid_run(tree):  # noqa: F811
     found, logs = cap_files(tree), []
     runtime, t = moved_governor(tree, logs)
     gov = runtime.governor
-    rel = next(k for k, v in cap_files(tree).items() if v != found[k] and "online" in k)
+    rel = moved_file(found, cap_files(tree))
     locked = tree / rel
     read_only(locked)
     try:
         decisions = drive_tree(gov, t, 2.0, power_of=lambda _: None)  # stale telemetry: back to the safe point
         last = decisions[-1]
         assert last.fallback_active and last.state == "fallback", [d.reason for d in decisions]
-        assert "stale telemetry" in last.reason and "safe point failed" in last.reason and str(locked) in last.reason
+        assert "stale telemetry" in last.reason and "safe point failed" in last.reason
+        assert names_file(last.reason, locked) and "read-only" in last.reason
         now = cap_files(tree)
         assert {k for k in found if now[k] != found[k]} == {rel}, now  # the safe point as far as it goes
         runtime.close()
         line = logs[-1]
         print(f"GovernorState reason: {last.reason}\nat shutdown: {line}")
-        assert "\n" not in line and line.startswith("could not restore as found: ") and str(locked) in line
+        assert "\n" not in line and line.startswith("could not restore as found: ") and names_file(line, locked)
         assert "crash record" in line and (tree / "var/lib/governor_state.json").exists()
         # While the file stays read-only, the next start refuses in one line and keeps the record.
         with pytest.raises(ApplyError) as err:
             GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append)
-        assert str(err.value).startswith("crash record ") and str(locked) in str(err.value)
+        assert str(err.value).startswith("crash record ") and names_file(str(err.value), locked)
         assert "the record is kept" in str(err.value) and "\n" not in str(err.value)
         assert (tree / "var/lib/governor_state.json").exists()
     finally:
