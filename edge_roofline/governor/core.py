@@ -14,7 +14,7 @@ import numpy as np
 
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
-                                          RebootRequiredError)
+                                          PlatformError, RebootRequiredError)
 from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import MODES, ConfigError, GovernorConfig
@@ -43,17 +43,17 @@ class Decision:
 
 class Governor:
     def __init__(self, platform: Platform, config: GovernorConfig,
-                 model_analysis: RooflineAnalysis | None, clock: Clock) -> None:
+                 model_analysis: RooflineAnalysis | None, clock: Clock, store: StateStore | None = None) -> None:
         self.platform = platform
         self.config = config
         self.clock = clock
         # Outside the catalogue (NVML) no clock tables carry a roofline between points: they are
         # learned one by one.
         self.device = catalogue_device(platform)
-        self.store = StateStore(config.state_path or None)
-        Governor.recover(platform, config.state_path or None)
+        self.store = store or StateStore(config.state_path or None)
+        Governor.recover(platform, self.store)
         self.found = platform.current_operating_point()
-        self.store.save(self.found)
+        self.record_found()
         self.safe_point = self.found
         now = clock.now_s()
         self.safety = SafetyMonitor(config.safety, now)
@@ -73,6 +73,7 @@ class Governor:
         self._measured: set[str] = set()  # points measured under the current workload and rate
         self._missed: set[str] = set()  # points that missed the target under it (not tried again)
         self._apply_failures: dict[str, int] = {}
+        self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._jitter_ratio = 1.0
         self._calibrated_rate_hz: float | None = None
         self.switches = 0
@@ -108,15 +109,31 @@ class Governor:
         self.predictor.fit(observations)
 
     # ---- crash recovery ----------------------------------------------------------------
+    def record_found(self) -> None:
+        """The crash record: the point found and the platform's exact record of it (every cap
+        file as found), saved before the first change."""
+        self.store.save(self.found, self.platform.found_record())
+
     @staticmethod
-    def recover(platform: Platform, state_path) -> OperatingPoint | None:
-        """A state file left by a run that did not shut down: put its found point back."""
-        store = StateStore(state_path)
-        found = store.load()
-        if found is not None:
-            platform.apply(found)
-            store.clear()
-        return found
+    def recover(platform: Platform, store: StateStore) -> str | None:
+        """A record left by a run that did not shut down: put back what it found, clear it, and
+        say what was restored (None: no record). A record the platform cannot put back whole
+        is kept, and the ApplyError names what failed."""
+        record = store.load()
+        if record is None:
+            return None
+        try:
+            if record.platform is not None:
+                restored = platform.restore_record(record.platform)
+            else:
+                platform.apply(record.found_point)
+                restored = (f"restored {record.found_point.name} by applying it: a format-{record.format} record "
+                            f"holds no cap files, so caps it does not name are the preset's own, not as found")
+        except PlatformError as exc:
+            raise ApplyError(f"crash record {store.path} not fully put back: {exc}; the record is kept: "
+                             f"fix the cause and start again") from None
+        store.clear()
+        return f"{restored} (from crash record {store.path})"
 
     # ---- inputs ------------------------------------------------------------------------
     def observe_inference(self, latency_s: float, timestamp_s: float) -> None:
@@ -126,9 +143,10 @@ class Governor:
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
             self._latencies.append((timestamp_s, float(latency_s)))
 
-    def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None) -> None:
+    def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
+        """``source``: where the reading came from, named when it is implausible (a missing rail)."""
         if not plausible_power(power_w, self.config.safety):
-            self.safety.note_implausible(timestamp_s, f"power {power_w!r} W")
+            self.safety.note_implausible(timestamp_s, f"power {power_w!r} W" + (f" from {source}" if source else ""))
             return
         self.safety.note_power(timestamp_s, temperatures_c)
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
@@ -166,14 +184,14 @@ class Governor:
         self._measured.clear()
         self._missed.clear()
 
-    def shutdown(self) -> None:
-        """Put back the point found at start and clear the crash record."""
-        try:
-            self.platform.apply(self.found)
-        except (ApplyError, OperatingPointError):
-            self.platform.restore()
+    def shutdown(self) -> str:
+        """Put back what was found at start (the platform's own record: every cap file as found),
+        clear the crash record and return the platform's "restored ..." line. A restore that
+        fails raises and keeps the crash record, so the next start tries again."""
+        restored = self.platform.restore()
         self.current = self.found
         self.store.clear()
+        return restored
 
     # ---- the loop ----------------------------------------------------------------------
     def _window(self, now_s: float):
@@ -217,8 +235,12 @@ class Governor:
                 fails = self.config.safety.apply_failures_before_disable
             self._apply_failures[point.name] = fails
             self.safety.note_apply_failure(now_s, f"{point.name}: {exc}")
+            # Some writes may have gone through: what is in force is no longer known, so the
+            # fallback applies the safe point again even where it was the current one.
+            self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
         self.current = point
+        self._in_doubt = False
         self.safety.note_switch(now_s)
         self._last_switch_s = now_s
         self._measured_here = False
@@ -235,7 +257,7 @@ class Governor:
         if not verdict.ok:
             applied = False
             reason = verdict.reason
-            if self.mode == "active" and self.current != self.safe_point:
+            if self.mode == "active" and (self.current != self.safe_point or self._in_doubt):
                 error = self._apply(self.safe_point, now_s)
                 applied = not error
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"

@@ -12,8 +12,9 @@ from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.model_follow import ModelFollower
+from edge_roofline.governor.safety import StateStore
 from edge_roofline.models.source import load_model_source
-from edge_roofline.platforms.base import OperatingPoint, Platform
+from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
@@ -52,12 +53,12 @@ def governor_config(p: dict) -> GovernorConfig:
 
 
 def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
-                  state_path: str) -> tuple[Platform, OperatingPoint | None]:
+                  store: StateStore) -> tuple[Platform, str | None]:
     """The platform, after a record left by a crashed run has been put back. Opened again after
     a recovery, so what it records as "found" (every cap file) is the recovered state and not
-    the crashed run's. Returns the recovered point (None: no crash record)."""
+    the crashed run's. Returns the "restored ..." line (None: no crash record)."""
     platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
-    recovered = Governor.recover(platform, state_path)
+    recovered = Governor.recover(platform, store)
     if recovered is not None:
         platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
     return platform, recovered
@@ -73,13 +74,22 @@ def model_analysis(model: str, device_key: str, preset: str, precision: str, eng
 class GovernorRuntime:
     """A Governor on a platform, with enable/disable and one way back to what was found."""
 
-    def __init__(self, p: dict, clock: Clock, log=print) -> None:
+    def __init__(self, p: dict, clock: Clock, log=print, info=None, owner: str = "governor") -> None:
+        """``log``: warnings; ``info``: the "restored ..." lines (default: ``log``); ``owner``: who
+        holds the board, as a second governor's refusal names it."""
         config = governor_config(p)
         self.enabled_mode = config.mode if config.mode != "off" else "advise"
-        self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
-                                                 nvpmodel_cmd=p["nvpmodel_cmd"], state_path=config.state_path)
+        self.log, self.info = log, info or log
+        self.store = StateStore(config.state_path)
+        self.store.lock(owner)  # before the crash record is read: a running governor's record is not a crash's
+        try:
+            self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
+                                                     nvpmodel_cmd=p["nvpmodel_cmd"], store=self.store)
+        except BaseException:
+            self.store.unlock()
+            raise
         if recovered is not None:
-            log(f"a previous governor did not shut down: put back {recovered.name}, the point it found")
+            log(f"a previous governor did not shut down: {recovered}")
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
@@ -93,11 +103,13 @@ class GovernorRuntime:
                     f"point is learned by measuring it")
             # The model parameter overrides what the stream reports; empty: follow the stream.
             self.models = ModelFollower(analyze, override=p["model"])
-            self.governor = Governor(self.platform, config, analyze(p["model"]) if p["model"] else None, clock)
+            self.governor = Governor(self.platform, config, analyze(p["model"]) if p["model"] else None, clock,
+                                     self.store)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
         except Exception:
             self.platform.close()
+            self.store.unlock()
             raise
         self.simulated = identity.simulated
         self._closed = False
@@ -117,32 +129,37 @@ class GovernorRuntime:
                               f"choose one of {', '.join(points)} (empty: the point found at start)")
         return points[name]
 
-    def set_enabled(self, enabled: bool) -> str:
-        """Disabling puts the found point back (as a shutdown would) and stops the governor;
-        enabling records the point in force as the new "found" point and resumes."""
+    def set_enabled(self, enabled: bool) -> tuple[bool, str]:
+        """Disabling puts back what was found (as a shutdown would) and stops the governor;
+        enabling records the found state again as the crash record and resumes. (success, message)"""
         gov = self.governor
         if not enabled:
             if gov.mode != "off":
                 self.enabled_mode = gov.mode
-            self.restore()
             gov.set_mode("off")
-            return f"governor off; {gov.found.name} (found at start) restored"
+            try:
+                return True, f"governor off; {gov.shutdown()}"
+            except PlatformError as exc:
+                return False, f"governor off; {exc}; crash record {self.store.path} kept"
         if gov.mode == "off":
-            gov.store.save(gov.found)
+            gov.record_found()
             gov.set_mode(self.enabled_mode)
-        return f"governor {gov.mode}"
-
-    def restore(self) -> None:
-        """The found point (core), then every cap file exactly as found (platform)."""
-        self.governor.shutdown()
-        self.platform.restore()
+        return True, f"governor {gov.mode}"
 
     def close(self) -> None:
+        """Every cap file and the mode as found, one line saying so (or naming what could not be
+        put back: the crash record then stays for the next start), then the readers closed."""
         if self._closed:
             return
         self._closed = True
         self.models.close()
         try:
-            self.governor.shutdown()
+            self.info(self.governor.shutdown())
+        except PlatformError as exc:
+            self.log(f"{exc}; crash record {self.store.path} kept: the next start puts it back")
+        try:
+            self.platform.close()
+        except PlatformError:
+            pass  # the files shutdown() could not put back, reported above
         finally:
-            self.platform.close()  # restores every cap file as found, then closes the readers
+            self.store.unlock()

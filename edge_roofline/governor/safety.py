@@ -1,6 +1,6 @@
 """What keeps the governor from harming the robot: telemetry and plausibility checks, a thermal
-guard, a rate limit on changes, and a persisted record of the operating point found at start so
-it can be put back after a crash.
+guard, a rate limit on changes, a persisted record of what was found at start (the cap files
+as they were) so it can be put back after a crash, and one governor per board.
 
 The governor consults ``SafetyMonitor.verdict(now_s)`` before every decision; any failed check
 sends it to the safe point until the check has passed again for ``recovery_hold_s``.
@@ -8,6 +8,7 @@ sends it to the safe point until the check has passed again for ``recovery_hold_
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -104,31 +105,87 @@ class SafetyMonitor:
         return Verdict(True)
 
 
+class GovernorBusyError(ConfigError):
+    """Another governor already runs on this board (it holds the lock beside the crash record)."""
+
+
+@dataclass(frozen=True)
+class CrashRecord:
+    """What a governor found at start: its point and, where the platform can say, the exact
+    files (``platform``: the platform's ``found_record()``; None in a format-1 record)."""
+
+    found_point: OperatingPoint
+    platform: dict | None
+    format: int
+
+
 class StateStore:
-    """The operating point found at start, persisted so a restart after a crash can put it
-    back. Written atomically (temp file + rename) so a crash mid-write leaves the old record."""
+    """The state found at start, persisted before the first change so that a restart after a
+    crash can put it back. Written atomically (temp file, fsync, rename): a crash mid-write
+    leaves the old record. ``lock`` takes an OS lock on ``<record>.lock``; the kernel drops it
+    with its process, so a governor killed with -9 never blocks the next one."""
+
+    FORMAT = 2
 
     def __init__(self, path: str | os.PathLike | None) -> None:
         self.path = Path(path) if path else None
+        self._lock_fd: int | None = None
 
-    def save(self, found: OperatingPoint) -> None:
+    @property
+    def lock_path(self) -> Path | None:
+        return self.path.with_name(self.path.name + ".lock") if self.path else None
+
+    def lock(self, owner: str) -> None:
+        """One governor per board: refuse (GovernorBusyError naming the holder) when another
+        process holds the lock; else hold it, with ``pid N, owner`` written in the lock file."""
+        if self.path is None or self._lock_fd is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "a process that just started"
+            os.close(fd)
+            raise GovernorBusyError(f"another governor already runs on this board ({holder}; lock {self.lock_path}); "
+                                    f"stop it first: two governors would fight over the same caps") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, {owner}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor drops the flock
+            self._lock_fd = None
+
+    def save(self, found: OperatingPoint, platform_record: dict | None) -> None:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps({"format": 1, "found_point": asdict(found)}, indent=2))
+        with open(tmp, "w") as f:
+            json.dump({"format": self.FORMAT, "found_point": asdict(found), "platform": platform_record}, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, self.path)
 
-    def load(self) -> OperatingPoint | None:
-        """The point a previous run recorded and did not clear (it crashed), or None."""
+    def load(self) -> CrashRecord | None:
+        """The record a previous run left and did not clear (it crashed), or None. Format 1
+        (the point only) is still read; ``platform`` is then None."""
         if self.path is None or not self.path.exists():
             return None
         try:
             data = json.loads(self.path.read_text())
-            return OperatingPoint(**data["found_point"])
-        except (ValueError, KeyError, TypeError) as exc:
+            version = data.get("format", 1)
+            if version not in (1, self.FORMAT):
+                raise ValueError(f"format {version} is not 1 or {self.FORMAT}")
+            platform = data.get("platform") if version >= 2 else None
+            if platform is not None and not isinstance(platform, dict):
+                raise ValueError("'platform' is not an object")
+            return CrashRecord(OperatingPoint(**data["found_point"]), platform, version)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"governor state file {self.path} is unreadable ({exc}); "
-                              f"remove it after checking the board's operating point") from exc
+                              f"remove it after checking the board's operating point") from None
 
     def clear(self) -> None:
         if self.path is not None and self.path.exists():

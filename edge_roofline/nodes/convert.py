@@ -100,6 +100,12 @@ def latency_s_from_stats(msg: InferenceStats) -> float | None:
     return None if msg.latency_ms == 0.0 else msg.latency_ms / 1e3
 
 
+def power_w_from_telemetry(msg: PowerTelemetry) -> float:
+    """The window's average power, or the latest total (NaN) when the latest sample measured no
+    power: a window whose rails vanished integrates nothing and would average to 0 W."""
+    return msg.average_power_w if math.isfinite(msg.total_power_w) else msg.total_power_w
+
+
 def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
     return {name: float(c) for name, c in zip(msg.temperature_names, msg.temperatures_c)}
 

@@ -2,9 +2,11 @@
 operating point out (active), or recommended (advise); GovernorState with the reason for every
 decision on governor/state; services to enable/disable it and to set the latency target.
 
-What was found at start is put back on shutdown, Ctrl-C, SIGTERM, an exception, when disabled,
-and on the next start after a crash (the state file). The core is edge_roofline.governor.core;
-edge_roofline.governor.runtime opens the platform and restores.
+What was found at start (every cap file and the mode, as they were) is put back on shutdown,
+Ctrl-C, SIGTERM, an exception, when disabled, and on the next start after a crash (the state
+file), each logged as "restored ...". A second governor on the same board refuses to start.
+The core is edge_roofline.governor.core; edge_roofline.governor.runtime opens the platform and
+restores.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ PARAMETERS = {
     "points_include_presets": (True, "reboot-free nvpmodel presets are candidates too"),
     "safe_point": ("", "fallback point name (empty: the point found at start)"),
     "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
-    "state_path": ("", "crash record of the point found at start (empty: under sysfs_root, or ~/.ros)"),
+    "state_path": ("", "crash record of every cap file and the mode as found (empty: under sysfs_root, or ~/.ros); "
+                       "locked: one governor per board"),
     "step_rate_hz": (10.0, "decisions per second"),
     "window_s": (5.0, "sliding window of the latency percentile"),
     "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
@@ -72,7 +75,8 @@ class GovernorNode(Node):
         if p["step_rate_hz"] <= 0:
             raise ConfigError(f"step_rate_hz must be > 0, got {p['step_rate_hz']}")
         self.clock = _NodeClock(self)
-        self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning)
+        self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
+                                       owner=f"node {self.get_fully_qualified_name()}")
         # One thread: a multi-threaded executor busy-spins while a mutually exclusive group is
         # taken, which on a small machine starved the step timer for seconds (fallback late).
         # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
@@ -97,8 +101,8 @@ class GovernorNode(Node):
             self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
 
     def on_power(self, msg: PowerTelemetry) -> None:
-        self.runtime.governor.observe_power(msg.average_power_w, stamp_s(msg.header.stamp),
-                                            convert.temperatures_from_msg(msg))
+        self.runtime.governor.observe_power(convert.power_w_from_telemetry(msg), stamp_s(msg.header.stamp),
+                                            convert.temperatures_from_msg(msg), msg.source)
 
     def on_step(self) -> None:
         followed = self.runtime.follow_model()
@@ -118,9 +122,8 @@ class GovernorNode(Node):
             last_change_stamp=self.last_change, simulated=self.runtime.simulated))
 
     def on_enable(self, request, response):
-        response.message = self.runtime.set_enabled(request.data)
-        response.success = True
-        self.get_logger().info(response.message)
+        response.success, response.message = self.runtime.set_enabled(request.data)
+        (self.get_logger().info if response.success else self.get_logger().error)(response.message)
         return response
 
     def on_set_target(self, request, response):
@@ -137,7 +140,8 @@ class GovernorNode(Node):
         return response
 
     def destroy_node(self) -> None:
-        self.runtime.close()
+        if hasattr(self, "runtime"):  # absent when start-up failed (rclpy's shutdown still destroys the node)
+            self.runtime.close()
         super().destroy_node()
 
 

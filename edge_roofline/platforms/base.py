@@ -137,8 +137,18 @@ class Platform(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def restore(self) -> None:
-        """Put back the operating point found at start."""
+    def restore(self) -> str:
+        """Put back what was found at start; one line saying what ("restored ..."). Raises
+        ApplyError naming what could not be put back, after putting back the rest."""
+
+    def found_record(self) -> dict | None:
+        """What ``restore()`` puts back, as JSON, for a crash record (None: the found point
+        says it all; recovery then applies that point)."""
+        return None
+
+    def restore_record(self, record: dict) -> str:
+        """Put back a ``found_record()`` saved by a process that may have crashed."""
+        raise PlatformError(f"{type(self).__name__} cannot put back a crash record of kind {record.get('kind')!r}")
 
     def close(self) -> None:
         self.restore()

@@ -46,5 +46,5 @@ class CpuPlatform(Platform):
                                cpu_load_pct=mean_load, temperatures_c=read_thermal(self.root),
                                operating_point=self._point.name, source=SOURCE)
 
-    def restore(self) -> None:
-        """Nothing was changed."""
+    def restore(self) -> str:
+        return "restored nothing: the CPU platform changes nothing"

@@ -103,11 +103,13 @@ class NvmlPlatform(Platform):
         except self.nvml.NVMLError:
             return None
 
-    def restore(self) -> None:
+    def restore(self) -> str:
+        clocks = ", application clocks reset" if self._point.gpu_max_freq_hz is not None else ""
         try:
             self.nvml.nvmlDeviceSetPowerManagementLimit(self.handle, int(self._found_limit_w * 1e3))
-            if self._point.gpu_max_freq_hz is not None:
+            if clocks:
                 self.nvml.nvmlDeviceResetApplicationsClocks(self.handle)
         except self.nvml.NVMLError as exc:
             raise ApplyError(f"NVML restore failed: {exc}") from exc
         self._point = OperatingPoint(name="found", power_limit_w=self._found_limit_w)
+        return f"restored the power limit as found ({self._found_limit_w:g} W){clocks}"

@@ -58,8 +58,14 @@ class SimulationLabelled(Platform):
     def power_update_interval_s(self) -> float | None:
         return self.inner.power_update_interval_s()
 
-    def restore(self) -> None:
-        self.inner.restore()
+    def restore(self) -> str:
+        return self.inner.restore()
+
+    def found_record(self) -> dict | None:
+        return self.inner.found_record()
+
+    def restore_record(self, record: dict) -> str:
+        return self.inner.restore_record(record)
 
     def close(self) -> None:
         if self._board is not None:

@@ -71,8 +71,9 @@ class VirtualPlatform(Platform):
             nvpmodel_mode=self._preset().name, operating_point=self._point.name,
             source=SIMULATION_SOURCE, simulated=True)
 
-    def restore(self) -> None:
+    def restore(self) -> str:
         if self.board.state.nvpmodel_mode_id != self._found_mode:
             self.board.set_mode(self._found_mode)
         self.board.set_caps(**self._found_caps)
         self._point = self._found_point()
+        return f"restored {self._point.name} and its caps as found (SIMULATION)"

@@ -54,6 +54,7 @@ class LawPlatform(Platform):
 
     def restore(self):
         self.current = self.found
+        return f"restored {self.found.name}"
 
 
 def drive(gov, platform, clock, duration_s, rate_hz=40.0, dt_s=0.1, seed=0, power_ok=lambda t: True,

@@ -1,5 +1,10 @@
-"""Failing writes on the virtual Jetson: the governor falls back within a second, says why,
-and the device ends no worse than found."""
+"""Faults on the virtual Jetson: failing writes, a cap file made read-only mid-run, power rail
+files removed mid-run. The governor falls back within a second, says why (the reason
+GovernorState carries), and the device ends as found; a file it cannot write is named in one
+line and its crash record kept for the next start."""
+
+import os
+import subprocess
 
 import pytest
 
@@ -7,12 +12,15 @@ from edge_roofline.models import zoo
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
-from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.governor.runtime import GovernorRuntime
+from edge_roofline.platforms.base import ApplyError, OperatingPoint
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import analyze_roofline
 from edge_roofline.virtual.board import VirtualBoard
 from edge_roofline.virtual.platform import VirtualPlatform
+from test.governor.test_crash_record import runtime_params
+from test.nodes.virtual_rig import cap_files
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +72,111 @@ def test_failing_writes_fall_back_within_a_second_with_the_reason(resnet18, tmp_
     gov.shutdown()
     assert platform.current_operating_point() == OperatingPoint("MAXN", nvpmodel_id=0)
     assert board.state.gpu_max_freq_hz == 1300.5e6 and all(board.state.cpu_online)
+
+
+# ---- faults on a virtual Jetson's files, through the real Jetson backend -----------------------
+
+def drive_tree(gov, t_s, seconds, power_of=lambda t: (10.0, "test")):
+    """Latencies of 5 ms at 30 Hz, power at 20 Hz (``power_of(t)``: (W, source), or None for
+    none), a step every 0.1 s, on simulated time; the decisions."""
+    decisions = []
+    for k in range(int(seconds / 0.05)):
+        t = t_s + k * 0.05
+        gov.observe_inference(0.005, t)
+        power = power_of(t)
+        if power is not None:
+            gov.observe_power(power[0], t, {"tj-thermal": 50.0}, power[1])
+        if k % 2:
+            decisions.append(gov.step(t))
+    return decisions
+
+
+def read_only(path, on=True):
+    """chmod a-w, and for root (whom the mode bits do not stop) the immutable flag as well."""
+    if on:
+        path.chmod(0o444)
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i" if on else "-i", str(path)], check=True)
+    if not on:
+        path.chmod(0o644)
+
+
+def moved_file(found: dict, now: dict) -> str:
+    """A cap file the governor changed (a core's online flag where it turned one off)."""
+    return min((k for k, v in now.items() if v != found[k]), key=lambda k: not k.endswith("/online"))
+
+
+def names_file(text: str, path) -> bool:
+    """Whether ``text`` names ``path`` under any of its names (cpu0/cpufreq/x and policy0/x are one file)."""
+    tokens = (t.rstrip(":") for t in text.replace(";", " ").replace(",", " ").split())
+    return any(t.startswith("/") and os.path.exists(t) and os.path.samefile(t, path) for t in tokens)
+
+
+def moved_governor(tree, logs):
+    """A governor (active, in MAXN's caps grid only) that has moved the board off what it found."""
+    runtime = GovernorRuntime(runtime_params(tree, mode="active", points_include_presets=False, dwell_s=0.5),
+                              SimClock(0.0), log=logs.append)
+    gov = runtime.governor
+    t = 0.0
+    while gov.current == gov.found:
+        drive_tree(gov, t, 1.0)
+        t += 1.0
+        assert t < 30, "the governor never moved"
+    return runtime, t
+
+
+def test_cap_file_made_read_only_mid_run(tree):  # noqa: F811
+    found, logs = cap_files(tree), []
+    runtime, t = moved_governor(tree, logs)
+    gov = runtime.governor
+    rel = moved_file(found, cap_files(tree))
+    locked = tree / rel
+    read_only(locked)
+    try:
+        decisions = drive_tree(gov, t, 2.0, power_of=lambda _: None)  # stale telemetry: back to the safe point
+        last = decisions[-1]
+        assert last.fallback_active and last.state == "fallback", [d.reason for d in decisions]
+        assert "stale telemetry" in last.reason and "safe point failed" in last.reason
+        assert names_file(last.reason, locked) and "read-only" in last.reason
+        now = cap_files(tree)
+        assert {k for k in found if now[k] != found[k]} == {rel}, now  # the safe point as far as it goes
+        runtime.close()
+        line = logs[-1]
+        print(f"GovernorState reason: {last.reason}\nat shutdown: {line}")
+        assert "\n" not in line and line.startswith("could not restore as found: ") and names_file(line, locked)
+        assert "crash record" in line and (tree / "var/lib/governor_state.json").exists()
+        # While the file stays read-only, the next start refuses in one line and keeps the record.
+        with pytest.raises(ApplyError) as err:
+            GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append)
+        assert str(err.value).startswith("crash record ") and names_file(str(err.value), locked)
+        assert "the record is kept" in str(err.value) and "\n" not in str(err.value)
+        assert (tree / "var/lib/governor_state.json").exists()
+    finally:
+        read_only(locked, on=False)
+    logs.clear()
+    GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append).close()
+    assert cap_files(tree) == found, logs
+    assert any("did not shut down: restored MAXN as found" in line for line in logs)
+
+
+def test_power_rail_files_removed_mid_run(tree):  # noqa: F811
+    found, logs = cap_files(tree), []
+    runtime, t = moved_governor(tree, logs)
+    gov, platform = runtime.governor, runtime.platform
+    hwmon_inputs = [f for dev in (tree / "sys/bus/i2c/drivers/ina3221").iterdir()
+                    for f in dev.resolve().glob("hwmon/hwmon*/*_input")]
+    assert hwmon_inputs
+    for path in hwmon_inputs:
+        path.unlink()
+
+    def measured(_):
+        sample = platform.sample_power()
+        return sample.total_power_w, sample.source
+    decisions = drive_tree(gov, t, 1.0, power_of=measured)
+    first = next((d for d in decisions if d.fallback_active), None)
+    assert first is not None and first.state == "fallback", [d.reason for d in decisions]
+    print(f"GovernorState reason: {first.reason}")
+    assert "implausible measurement: power None W from" in first.reason and "safe point applied" in first.reason
+    assert cap_files(tree) == found  # the safe point is the state found
+    runtime.close()
+    assert cap_files(tree) == found and not (tree / "var/lib/governor_state.json").exists()

@@ -1,6 +1,6 @@
-"""What the governor's ROS tests share: a live virtual board, the governor's parameters, the
+"""What the governor's tests share: a live virtual board, the governor's parameters, the
 control files of a virtual Jetson's tree (what a restore must put back) and energy per
-inference from the suite's own topics."""
+inference from the suite's own topics. No rclpy here: the rclpy-free governor tests use it too."""
 
 from pathlib import Path
 
@@ -14,9 +14,10 @@ MODEL = "zoo:tiny_cnn"
 
 CAP_PATTERNS = (
     "sys/devices/system/cpu/cpu*/online",
-    "sys/devices/system/cpu/cpufreq/policy*/scaling_max_freq",
-    "sys/devices/platform/*/*.gpu/devfreq/*/max_freq",
+    "sys/devices/system/cpu/cpufreq/policy*/scaling_m??_freq",
+    "sys/devices/platform/*/*.gpu/devfreq/*/m??_freq",
     "sys/kernel/debug/bpmp/debug/clk/emc/max_rate",
+    "sys/kernel/nvpmodel_emc_cap/emc_iso_cap",
     "var/lib/nvpmodel/status",
 )
 
@@ -41,8 +42,9 @@ def cap_files(root: Path) -> dict[str, str]:
     root = Path(root)
     files = {str(p.relative_to(root)): p.read_text().strip()
              for pattern in CAP_PATTERNS for p in sorted(root.glob(pattern))}
-    assert any("devfreq" in k for k in files) and any("scaling_max_freq" in k for k in files) \
-        and "var/lib/nvpmodel/status" in files, f"not a virtual Jetson tree: {sorted(files)}"
+    assert any("devfreq" in k for k in files) and any("scaling_min_freq" in k for k in files) \
+        and {"var/lib/nvpmodel/status", "sys/kernel/nvpmodel_emc_cap/emc_iso_cap"} <= set(files), \
+        f"not a virtual Jetson tree: {sorted(files)}"
     return files
 
 

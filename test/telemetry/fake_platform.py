@@ -53,6 +53,7 @@ class ScriptedPlatform(Platform):
 
     def restore(self):
         self.current = self.points[0]
+        return f"restored {self.current.name}"
 
 
 def sine_power(t):

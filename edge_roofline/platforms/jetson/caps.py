@@ -44,7 +44,9 @@ class CapWriter:
             done = subprocess.run([*self.sudo_cmd, str(path), value], stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=HELPER_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ApplyError(f"privileged write of {path} failed: {exc}; see docs/privileges.md") from exc
+            raise ApplyError(f"{path} is read-only to this process and the privileged write failed: {exc}; "
+                             "see docs/privileges.md") from exc
         if done.returncode != 0:
-            raise ApplyError(f"privileged write of {path} refused: {(done.stdout + done.stderr).strip()}; "
-                             "install the sudoers rule or udev rule in docs/privileges.md")
+            raise ApplyError(f"{path} is read-only to this process and the privileged write was refused: "
+                             f"{(done.stdout + done.stderr).strip()}; install the sudoers rule or udev rule in "
+                             "docs/privileges.md")

@@ -3,13 +3,12 @@ presets plus devfreq/cpufreq caps inside the current preset's envelope."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from edge_roofline.clock import Clock
-from edge_roofline.platforms.base import (DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
-                                          RebootRequiredError, TelemetrySample)
+from edge_roofline.platforms.base import (ApplyError, DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
+                                          PlatformError, RebootRequiredError, TelemetrySample)
 from edge_roofline.platforms.grid import caps_grid, preset_envelope
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
@@ -54,6 +53,30 @@ def validate_point(device: DeviceSpec, current: Preset, point: OperatingPoint) -
     if point.cpu_online_cores is not None and not 1 <= point.cpu_online_cores <= preset.cpu_online_cores:
         raise OperatingPointError(f"{point.name}: {point.cpu_online_cores} cores outside 1..{preset.cpu_online_cores}")
     return preset
+
+
+RECORD_KIND = "jetson-cap-files"
+
+
+def _write_order(path: str, value: str | None, current: str | None) -> int:
+    """Online flags first; then every write that widens a min..max range, then max caps
+    lowered, then min raised, so min <= max holds after every single write."""
+    if path.endswith("/online"):
+        return 0
+    try:
+        lower = int(value) < int(current)
+    except (TypeError, ValueError):
+        return 1
+    if path.endswith("min_freq"):
+        return 1 if lower else 3
+    return 2 if lower and path.endswith("max_freq") else 1
+
+
+def _short(path: str, value: str) -> str:
+    """``cpu8/online=1``, ``cpu0/scaling_max_freq=2201600``: a cap file named for a log line."""
+    p = Path(path)
+    parent = p.parent.parent if p.parent.name == "cpufreq" else p.parent
+    return f"{parent.name}/{p.name}={value}"
 
 
 def resolved_caps(device: DeviceSpec, preset: Preset, point: OperatingPoint) -> OperatingPoint:
@@ -109,40 +132,43 @@ class JetsonPlatform(Platform):
         return live.with_caps(name=f"{self._preset.name} (custom caps)")
 
     # -- cap files ---------------------------------------------------------------------------
-    def _cap_files(self) -> dict[str, Path]:
-        files = {}
+    def _cap_files(self) -> list[Path]:
+        """Every file ``apply`` or a restore may write: core online flags, cpufreq min/max per
+        core (an offline core has no cpufreq files), the GPU's devfreq min/max, the EMC cap."""
+        files = []
         for core in self._cores:
             d = cpu.core_dir(self.root, core)
-            if (d / "online").exists():
-                files[f"cpu{core}/online"] = d / "online"
-            if (d / "cpufreq/scaling_max_freq").exists():
-                files[f"cpu{core}/max_khz"] = d / "cpufreq/scaling_max_freq"
+            files += [f for f in (d / "online", d / "cpufreq/scaling_min_freq", d / "cpufreq/scaling_max_freq")
+                      if f.exists()]
         if self._gpu:
-            files["gpu/max_hz"] = self._gpu.devfreq_dir / "max_freq"
+            files += [self._gpu.devfreq_dir / "min_freq", self._gpu.devfreq_dir / "max_freq"]
         emc_file = self._emc_cap_file()
-        if emc_file:
-            files["emc/max_hz"] = emc_file
-        return files
+        return files + [emc_file] if emc_file else files
 
     def _emc_cap_file(self) -> Path | None:
-        """nvpmodel's own EMC cap (``emc_iso_cap``) where the kernel has it, else the BPMP
-        debugfs ``max_rate`` (older kernels; root only)."""
+        """nvpmodel's own EMC cap (``emc_iso_cap``, 0 = uncapped) where the kernel has it, else
+        the BPMP debugfs ``max_rate`` (older kernels; root only)."""
         for path in (under(self.root, emc.EMC_ISO_CAP), self._emc_dir / "max_rate"):
             if path.exists():
                 return path
         return None
 
     def _read_cap_files(self) -> dict:
-        return {"nvpmodel_id": self._preset.mode_id,
-                "files": {str(p): read_text(p) for p in self._cap_files().values()}}
+        return {"kind": RECORD_KIND, "nvpmodel_id": self._preset.mode_id,
+                "files": {str(p): read_text(p) for p in self._cap_files()}}
 
-    def save_found_state(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.found_state, indent=1))
+    def found_record(self) -> dict:
+        """The mode and every cap file's content as found (EMC's ``0`` included)."""
+        return self.found_state
 
-    def restore_from_state_file(self, path: str | Path) -> None:
-        """Put back a state saved by a process that may have crashed."""
-        self.found_state = json.loads(Path(path).read_text())
-        self.restore()
+    def restore_record(self, record: dict) -> str:
+        """Put back the files a process that may have crashed found (``found_record()``)."""
+        if record.get("kind") != RECORD_KIND or not isinstance(record.get("files"), dict) \
+                or record.get("nvpmodel_id") not in self._presets:
+            raise OperatingPointError(f"not a {self.device.name} record of cap files (kind {record.get('kind')!r}, "
+                                      f"mode {record.get('nvpmodel_id')!r})")
+        self.found_state = record
+        return self.restore()
 
     # -- Platform ----------------------------------------------------------------------------
     def identity(self) -> DeviceIdentity:
@@ -158,25 +184,41 @@ class JetsonPlatform(Platform):
         return validate_point(self.device, self._preset, point)
 
     def apply(self, point: OperatingPoint) -> None:
+        """The mode, then every cap file of ``point``. A refused write does not stop the others
+        (a fallback to the safe point gets as far as it can); ApplyError then names each one."""
         preset = self._validate(point)
         if preset.mode_id != self._preset.mode_id:
             self.nvpmodel.set_mode(preset, self._preset)
             self._preset = preset
         caps = resolved_caps(self.device, preset, point)
-        for core in self._cores:
-            online = cpu.core_dir(self.root, core) / "online"
-            if core and online.exists():
-                self.writer.write(online, "1" if core < caps.cpu_online_cores else "0")
-        for core in self._cores:
-            if cpu.is_online(self.root, core):
-                self.writer.write(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
-                                  str(int(caps.cpu_max_freq_hz / _KHZ)))
+        writes = [(cpu.core_dir(self.root, core) / "online", "1" if core < caps.cpu_online_cores else "0")
+                  for core in self._cores if core and (cpu.core_dir(self.root, core) / "online").exists()]
+        failed = self._write_all(writes)
+        failed += self._write_all([(cpu.core_dir(self.root, core) / "cpufreq/scaling_max_freq",
+                                    str(int(caps.cpu_max_freq_hz / _KHZ)))
+                                   for core in self._cores if cpu.is_online(self.root, core)])
         if self._gpu:
-            self.writer.write(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))
+            failed += self._write_all([(self._gpu.devfreq_dir / "max_freq", str(int(caps.gpu_max_freq_hz)))])
         emc_file = self._emc_cap_file()
         if emc_file:
-            self.writer.write(emc_file, str(int(caps.emc_max_freq_hz)))
+            # A preset without an EMC cap is 0 in nvpmodel's emc_iso_cap ("no cap"), as nvpmodel writes it.
+            uncapped = emc_file.name == "emc_iso_cap" and point.emc_max_freq_hz is None \
+                and preset.emc_max_freq_hz is None
+            failed += self._write_all([(emc_file, "0" if uncapped else str(int(caps.emc_max_freq_hz)))])
+        if failed:
+            self._point = self._live_point()
+            raise ApplyError(f"{len(failed)} cap writes failed (the others done): {'; '.join(failed)}")
         self._point = point
+
+    def _write_all(self, writes: list[tuple[Path, str]]) -> list[str]:
+        """Each write tried; the errors of those that failed."""
+        failed = []
+        for path, value in writes:
+            try:
+                self.writer.write(path, value)
+            except ApplyError as exc:
+                failed.append(str(exc))
+        return failed
 
     def _power(self, full: bool):
         """Rails, module power and source; the fast path (``full=False``) reads the total-power
@@ -234,17 +276,41 @@ class JetsonPlatform(Platform):
             temperatures_c=thermal.read_zones(self._zones), nvpmodel_mode=self._preset.name,
             operating_point=self._point.name, source=source, missing_rails=self._missing_rails)
 
-    def restore(self) -> None:
-        """The mode and every cap file as found (cores online first, so their caps can be set)."""
-        found = self._presets[self.found_state["nvpmodel_id"]]
+    def restore(self) -> str:
+        """The mode as found (nvpmodel first: a mode switch rewrites the caps), then every cap
+        file whose content differs from the record (cores online first, so their cpufreq files
+        exist). Every file is tried; ApplyError names those that could not be written."""
+        record = self.found_state
+        found = self._presets[record["nvpmodel_id"]]
+        written, failed, tried = [], [], 0
         if found.mode_id != self._preset.mode_id:
-            self.nvpmodel.set_mode(found, self._preset)
-            self._preset = found
-        files = sorted(self.found_state["files"].items(), key=lambda kv: not kv[0].endswith("/online"))
-        for path, value in files:
-            if value is not None:
-                self.writer.write(Path(path), value)
-        self._point = OperatingPoint(name=found.name, nvpmodel_id=found.mode_id)
+            try:
+                self.nvpmodel.set_mode(found, self._preset)
+                self._preset = found
+                written.append(f"nvpmodel {found.name}")
+            except PlatformError as exc:
+                failed.append(f"nvpmodel {found.name}: {exc}")
+        online = {path: v for path, v in record["files"].items() if path.endswith("/online")}
+        for files in (online, {path: v for path, v in record["files"].items() if path not in online}):
+            known = {str(f) for f in self._cap_files()}
+            current = {path: read_text(Path(path)) for path in files}
+            for path, value in sorted(files.items(), key=lambda kv: _write_order(*kv, current[kv[0]])):
+                if value is None or value == read_text(Path(path)):  # re-read: cores share a policy's files
+                    continue
+                tried += 1
+                try:
+                    if path not in known:
+                        raise ApplyError(f"{path} is missing or not a cap file of this board")
+                    self.writer.write(Path(path), value)
+                    written.append(_short(path, value))
+                except ApplyError as exc:
+                    failed.append(str(exc))
+        self._point = self._live_point()
+        summary = f"{', '.join(written) or 'nothing'}; {len(record['files']) - tried} cap files already were"
+        if failed:
+            raise ApplyError(f"could not restore as found: {'; '.join(failed)}; restored {found.name} as found "
+                             f"except that: wrote {summary}")
+        return f"restored {found.name} as found: wrote {summary}"
 
     def close(self) -> None:
         try:

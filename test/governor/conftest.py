@@ -1,0 +1,17 @@
+"""Fixtures the governor's crash and fault tests share."""
+
+import pytest
+
+from edge_roofline.virtual.live import LiveVirtualJetson
+from test.nodes.virtual_rig import DEVICE
+
+POLICY0_MIN = "sys/devices/system/cpu/cpufreq/policy0/scaling_min_freq"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A virtual AGX Orin's tree in MAXN, with a user's own minimum clocks (not the mode's)."""
+    root = tmp_path / "virtual_agx_orin"
+    LiveVirtualJetson(root, DEVICE, mode_id=0)  # renders the tree; the tests need no physics steps
+    (root / POLICY0_MIN).write_text("729600\n")
+    return root
