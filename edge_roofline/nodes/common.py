@@ -11,6 +11,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
+from edge_roofline.rosenv import default_fastdds_profile
+
 
 def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     """Declare ``{name: (default, description)}`` and return the values in force."""
@@ -22,7 +24,9 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
 def run_node(factory: Callable[[], Node], argv: list[str] | None, startup_errors: tuple = (ValueError,)) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
     start (bad parameters, unloadable model) prints why and exits 2 instead of a traceback.
-    ``destroy_node`` runs on every way out, an exception in a callback included."""
+    ``destroy_node`` runs on every way out, an exception in a callback included. The shipped Fast
+    DDS profile applies unless the user set one (`ros2 run` and launch included)."""
+    default_fastdds_profile()
     rclpy.init(args=argv)
     try:
         node = factory()

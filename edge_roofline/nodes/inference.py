@@ -10,7 +10,6 @@ import threading
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline import topics
@@ -19,6 +18,7 @@ from edge_roofline.live_ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.nodes.image_input import InputLossMonitor, input_qos
 from edge_roofline.preprocess import PreprocessConfig
 from edge_roofline.roofline.costs import CostModelError
 from edge_roofline.runtime import create_platform_or_degraded
@@ -34,6 +34,10 @@ PARAMETERS = {
     "platform": ("", "platform to read current clocks from (as power_monitor's), empty: none"),
     "sysfs_root": ("/", "sysfs root for the platform (a live virtual Jetson's root)"),
     "image_topic": ("image", "sensor_msgs/Image input"),
+    "image_reliability": ("best_effort", "input QoS: best_effort (matches every camera) | reliable (lost fragments "
+                                         "are re-sent; matches only a reliable camera)"),
+    "image_depth": (5, "input QoS history depth: frames held before the oldest is replaced"),
+    "lost_frames_warn_fraction": (0.01, "/diagnostics WARN when more of the last 10 s of frames were lost upstream"),
     "tensor_topic": ("", "edge_roofline/TensorArray input instead of images (empty: off)"),
     "input_name": ("", "model input fed with the image (empty: the only input)"),
     "width": (0, "model input width (0: from the model)"),
@@ -58,6 +62,7 @@ class InferenceNode(Node):
     def __init__(self) -> None:
         super().__init__("inference")
         p = declare_parameters(self, PARAMETERS)
+        qos = input_qos(p["image_reliability"], p["image_depth"], p["lost_frames_warn_fraction"])
         self.platform = None
         if p["platform"]:
             self.platform, problem = create_platform_or_degraded(p["platform"], sysfs_root=p["sysfs_root"])
@@ -69,10 +74,12 @@ class InferenceNode(Node):
         self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
         self.output_pub = self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5) if p["publish_outputs"] else None
         self.chart_pub = self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1) if p["publish_chart"] else None
-        if p["tensor_topic"]:
-            self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
-        else:
-            self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
+        topic = p["tensor_topic"] or p["image_topic"]
+        self.input_loss = InputLossMonitor(self, self.pipeline.counters, topic, p["lost_frames_warn_fraction"],
+                                           self.device_name)
+        self.create_subscription(TensorArray if p["tensor_topic"] else Image, topic,
+                                 self.on_tensors if p["tensor_topic"] else self.on_image, qos,
+                                 event_callbacks=self.input_loss.event_callbacks())
         self.add_on_set_parameters_callback(self.on_parameters)
         # Chart rendering and model switches run here, off the serving thread, and are
         # waited for at teardown.
@@ -111,11 +118,13 @@ class InferenceNode(Node):
         return self.pipeline.clock.now_s()
 
     def on_image(self, msg: Image) -> None:
+        self.input_loss.observe(msg.header.stamp)
         self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
                                    encoding=msg.encoding, width=msg.width, height=msg.height, step=msg.step,
                                    data=msg.data, is_bigendian=bool(msg.is_bigendian)))
 
     def on_tensors(self, msg: TensorArray) -> None:
+        self.input_loss.observe(msg.header.stamp)
         try:
             tensors = convert.tensors_from_msg(msg)
         except ValueError as exc:
