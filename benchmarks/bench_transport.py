@@ -56,11 +56,10 @@ def parse_args(argv=None):
 
 def environment(args) -> dict[str, str]:
     """The environment of all three processes: loopback only, one domain, the chosen profile."""
-    from edge_roofline.rosenv import PROFILE_VARIABLES, localhost_environment
+    from edge_roofline.rosenv import localhost_environment
     env = dict(os.environ)
     if args.profile:
-        for variable in PROFILE_VARIABLES:
-            env[variable] = str(Path(args.profile).resolve())
+        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(Path(args.profile).resolve())
     domain_id = args.domain_id if args.domain_id is not None else 1 + (os.getpid() * 13) % 100
     localhost_environment(env, domain_id=domain_id)
     for item in args.env:

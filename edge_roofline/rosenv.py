@@ -27,8 +27,9 @@ def default_fastdds_profile(env: dict[str, str] | None = None) -> str | None:
         profile = str(config_file(FASTDDS_PROFILE_NAME))
     except FileNotFoundError:  # Fast DDS defaults still work: slower discovery, 512 KB shared memory
         return None
-    for variable in PROFILE_VARIABLES:
-        env[variable] = profile
+    env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
+    if env.get("ROS_DISTRO") == "humble":  # Fast DDS 3 warns that the old name is deprecated
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profile
     return profile
 
 

@@ -95,7 +95,7 @@ def test_transport_loss_from_a_camera_without_the_profile_is_counted(ros_env, tm
     input loses most 640x480 frames before the node (issue 14); the node now counts them."""
     profile = tmp_path / "default_transports.xml"
     profile.write_text(DEFAULT_TRANSPORTS_PROFILE)
-    camera_env = ros_env | {variable: str(profile) for variable in PROFILE_VARIABLES}
+    camera_env = ros_env | {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
     stats = []
     log = tmp_path / "inference.log"
     with watcher(ros_env) as (node, spin_until):
