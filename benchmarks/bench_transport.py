@@ -13,8 +13,8 @@ Prints numbers; asserts nothing. Goals: >= 99 % delivered at 640x480 and >= 95 %
         [--profile FILE] [--env KEY=VALUE ...] [--node-param NAME=VALUE ...]
 
 --profile sets FASTDDS_DEFAULT_PROFILES_FILE for all three processes (default: the shipped
-config/fastdds_localhost.xml); --env sets further variables for all three (e.g. FASTDDS_BUILTIN_TRANSPORTS=UDPv4), to compare
-transports one change at a time.
+config/fastdds_localhost.xml); --env sets further variables for all three (e.g.
+FASTDDS_BUILTIN_TRANSPORTS=UDPv4), to compare transports one change at a time.
 """
 
 from __future__ import annotations
@@ -248,7 +248,8 @@ def main(argv=None) -> int:
           + "".join(f"  {e}" for e in args.env) + "".join(f"  -p {p}" for p in args.node_param))
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} CPUs; logs in {workdir}")
     header = (f"{'run':>3} {'size':>9} {'sent':>5} {'deliv':>5} {'deliv %':>7} {'p50 ms':>7} {'p95 ms':>7} "
-              f"{'node e2e':>8} {'pre':>5} {'queue':>5} {'recv':>5} {'drop':>4} {'lost up':>7} {'CPU %':>6} {'RSS MB':>6} "
+              f"{'node e2e':>8} {'pre':>5} {'queue':>5} {'recv':>5} {'drop':>4} {'lost up':>7} {'CPU %':>6} "
+              f"{'RSS MB':>6} "
               f"{'cam Hz':>6} {'pub ms':>6}")
     print(header)
     for run in range(1, args.runs + 1):

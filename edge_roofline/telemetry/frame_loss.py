@@ -24,13 +24,14 @@ class StampGapCounter:
 
     The period is first the median of the intervals that look like one period (within 0.5-1.5x of
     the window's 25th percentile), right while up to three quarters of the frames are lost; then
-    the slope of the stamps over their frame numbers across the window. A gap longer than ``gap_factor`` periods means ``round(gap / period) - 1`` frames
-    missing; jitter under half a period means none. A publisher that stamps when it publishes
-    and stalls sends its frames late, back to back: for ``catch_up_s`` after a gap the missing
-    count is the frames due on the period grid less the frames seen, so late frames take it back,
-    and only then is it counted as lost. A gap longer than ``pause_s`` is a paused stream, not
-    loss; a stamp that goes back (a restarted camera, a replayed bag) restarts the estimate. One
-    publisher per topic: interleaved streams have no single period.
+    the slope of the stamps over their frame numbers across the window. A gap longer than
+    ``gap_factor`` periods means ``round(gap / period) - 1`` frames missing; jitter under half a
+    period means none. A publisher that stamps when it publishes and stalls sends its frames
+    late, back to back: for ``catch_up_s`` after a gap the missing count is the frames due on
+    the period grid less the frames seen, so late frames take it back, and only then is it
+    counted as lost. A gap longer than ``pause_s`` is a paused stream, not loss; a stamp that
+    goes back (a restarted camera, a replayed bag) restarts the estimate. One publisher per
+    topic: interleaved streams have no single period.
     """
 
     def __init__(self, window: int = 300, min_intervals: int = 8, gap_factor: float = 1.5,

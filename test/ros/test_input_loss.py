@@ -34,7 +34,8 @@ DEFAULT_TRANSPORTS_PROFILE = """<?xml version="1.0" encoding="UTF-8" ?>
 
 
 def _image(index: int) -> Image:
-    msg = Image(height=48, width=64, encoding="bgr8", step=64 * 3, data=np.full(64 * 48 * 3, index % 255, np.uint8).tobytes())
+    msg = Image(height=48, width=64, encoding="bgr8", step=64 * 3,
+                data=np.full(64 * 48 * 3, index % 255, np.uint8).tobytes())
     stamp_ns = 1_700_000_000 * 10**9 + index * PERIOD_NS
     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 10**9)
     return msg
