@@ -5,19 +5,28 @@ Starts the nodes of edge_roofline.suite.spec.NODES that the parameter file confi
 list, rule and arguments `edge-roofline up` uses) with one parameter file (default:
 config/virtual_agx_orin.yaml). When the parameters point a node at a virtual Jetson (platform:
 virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson is started first, as `edge-roofline up`
-does.
+does. Every process gets the shipped Fast DDS profile (config/fastdds_localhost.xml: shared
+memory big enough for camera frames) unless FASTDDS_DEFAULT_PROFILES_FILE is already set.
 """
 
+import os
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params,
                                       virtual_devices)
+from edge_roofline.suite.env import PROFILE_VARIABLES, default_fastdds_profile
+
+
+def _fastdds_profile():
+    env = {name: value for name, value in os.environ.items() if name in PROFILE_VARIABLES}
+    default_fastdds_profile(env)  # adds the shipped profile only where the user set none
+    return [SetEnvironmentVariable(name, value) for name, value in env.items() if name not in os.environ]
 
 
 def _nodes(context):
@@ -37,6 +46,7 @@ def _nodes(context):
 def generate_launch_description():
     share = Path(get_package_share_directory(PACKAGE))
     return LaunchDescription([
+        *_fastdds_profile(),
         DeclareLaunchArgument("params_file", default_value=str(share / "config" / "virtual_agx_orin.yaml"),
                               description="ROS 2 parameter file for all nodes (see config/)"),
         DeclareLaunchArgument("namespace", default_value="", description="namespace for all nodes"),

@@ -87,6 +87,8 @@ class Frame:
 class Counters:
     received: int = 0
     dropped: int = 0
+    lost_upstream: int = 0  # never reached us: gaps in the input stamps (the node counts them)
+    lost_transport: int = 0  # of those, what DDS reports lost in transport
     rejected: int = 0
     nan_outputs: int = 0
     errors: int = 0

@@ -15,6 +15,7 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
 
 
@@ -41,8 +42,10 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
     start (bad parameters, unloadable model) prints one line, ``NODE: cannot start: why``, and
     exits 2; a bug keeps its traceback. ``destroy_node`` runs on every way out of a built node,
     an exception in a callback included, and never on a half-built one. Bad input is the
-    package's own errors (edge_roofline.suite.errors) and rclpy's parameter and name errors."""
+    package's own errors (edge_roofline.suite.errors) and rclpy's parameter and name errors. The
+    shipped Fast DDS profile applies unless the user set one (`ros2 run` and launch included)."""
     executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
+    default_fastdds_profile()
     try:
         rclpy.init(args=argv)
     except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)

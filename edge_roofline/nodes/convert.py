@@ -183,7 +183,8 @@ def inference_stats_msg(result: FrameResult) -> InferenceStats:
         latency_ms=result.latency_s * 1e3, preprocess_ms=result.preprocess_s * 1e3,
         postprocess_ms=result.postprocess_s * 1e3, queue_delay_ms=result.queue_delay_s * 1e3,
         end_to_end_ms=result.end_to_end_s * 1e3, frames_received=c.received, frames_dropped=c.dropped,
-        frames_rejected=c.rejected, nan_outputs=c.nan_outputs, errors=c.errors, last_error=c.last_error)
+        frames_lost_upstream=c.lost_upstream, frames_lost_transport=c.lost_transport, frames_rejected=c.rejected,
+        nan_outputs=c.nan_outputs, errors=c.errors, last_error=c.last_error)
 
 
 def tensor_array_msg(outputs: dict[str, np.ndarray], header: Header) -> TensorArray:

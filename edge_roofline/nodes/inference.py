@@ -11,7 +11,6 @@ import threading
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
@@ -21,6 +20,7 @@ from edge_roofline.suite.errors import one_line
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.nodes.image_input import InputLossMonitor, input_qos
 from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.inference.pipeline import Frame, InferencePipeline
 from edge_roofline.telemetry.stream_health import StreamHealth
@@ -35,6 +35,10 @@ PARAMETERS = {
     "platform": ("", "platform to read current clocks from (as power_monitor's), empty: none"),
     "sysfs_root": ("/", "sysfs root for the platform (a live virtual Jetson's root)"),
     "image_topic": ("image", "sensor_msgs/Image input"),
+    "image_reliability": ("best_effort", "input QoS: best_effort (matches every camera) | reliable (lost fragments "
+                                         "are re-sent; matches only a reliable camera)"),
+    "image_depth": (5, "input QoS history depth: frames held before the oldest is replaced"),
+    "lost_frames_warn_fraction": (0.01, "/diagnostics WARN when more of the last 10 s of frames were lost upstream"),
     "tensor_topic": ("", "edge_roofline/TensorArray input instead of images (empty: off)"),
     "input_name": ("", "model input fed with the image (empty: the only input)"),
     "width": (0, "model input width (0: from the model)"),
@@ -61,6 +65,7 @@ class InferenceNode(Node):
     def __init__(self) -> None:
         super().__init__("inference")
         p = declare_parameters(self, PARAMETERS)
+        qos = input_qos(p["image_reliability"], p["image_depth"], p["lost_frames_warn_fraction"])
         self.platform = None
         if p["platform"]:
             self.platform, problem = create_platform_or_degraded(p["platform"], sysfs_root=p["sysfs_root"])
@@ -77,12 +82,13 @@ class InferenceNode(Node):
                           if p["publish_chart"] else None)
         # No expected rate (the camera sets it): a stalled stream is what this catches.
         self.stats_health = StreamHealth(f"edge_roofline: {topics.INFERENCE_STATS}", stamp_s(self.get_clock().now()))
+        topic = p["tensor_topic"] or p["image_topic"]
+        self.input_loss = InputLossMonitor(self, self.pipeline.counters, topic, p["lost_frames_warn_fraction"])
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.create_timer(1.0 / p["diagnostics_rate_hz"], self.publish_diagnostics)
-        if p["tensor_topic"]:
-            self.create_subscription(TensorArray, p["tensor_topic"], self.on_tensors, 5)
-        else:
-            self.create_subscription(Image, p["image_topic"], self.on_image, qos_profile_sensor_data)
+        self.create_subscription(TensorArray if p["tensor_topic"] else Image, topic,
+                                 self.on_tensors if p["tensor_topic"] else self.on_image, qos,
+                                 event_callbacks=self.input_loss.event_callbacks())
         self.add_on_set_parameters_callback(self.on_parameters)
         # Chart rendering runs here, off the serving thread, and is waited for at teardown.
         self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
@@ -99,11 +105,13 @@ class InferenceNode(Node):
         return self.pipeline.clock.now_s()
 
     def on_image(self, msg: Image) -> None:
+        self.input_loss.observe(msg.header.stamp)
         self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
                                    encoding=msg.encoding, width=msg.width, height=msg.height, step=msg.step,
                                    data=msg.data, is_bigendian=bool(msg.is_bigendian)))
 
     def on_tensors(self, msg: TensorArray) -> None:
+        self.input_loss.observe(msg.header.stamp)
         try:
             tensors = convert.tensors_from_msg(msg)
         except ValueError as exc:
@@ -161,7 +169,7 @@ class InferenceNode(Node):
     def publish_diagnostics(self) -> None:
         now = self.get_clock().now()
         self.diagnostics_pub.publish(convert.diagnostic_array_msg(
-            self.stats_health.statuses(stamp_s(now)), now.to_msg(), self.hardware_id))
+            [*self.stats_health.statuses(stamp_s(now)), self.input_loss.status()], now.to_msg(), self.hardware_id))
 
     def _publish_chart(self, report, model_id: str) -> None:
         sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""

@@ -1,25 +1,45 @@
-"""DDS hygiene for every process we start: loopback-only discovery and a fast discovery
-profile. Applied by the CLI, the demo and the tests *before* rclpy starts."""
+"""DDS hygiene for every process we start: loopback-only discovery and the shipped Fast DDS
+profile (shared memory big enough for camera frames, fast discovery). Applied by the CLI, the
+demo and the tests *before* rclpy starts; every node's main applies the profile alone."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from edge_roofline.paths import config_file
 
 FASTDDS_PROFILE_NAME = "fastdds_localhost.xml"
+# Fast DDS 3 (Jazzy, Kilted) reads the first, Fast DDS 2 (Humble) the second; without either it
+# loads DEFAULT_FASTDDS_PROFILES.xml from the working directory.
+PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+
+
+def default_fastdds_profile(env: dict[str, str] | None = None) -> str | None:
+    """Point Fast DDS at the shipped profile unless the user chose one (either variable, or a
+    DEFAULT_FASTDDS_PROFILES.xml in the working directory). Fast DDS reads it when the first
+    participant is created, so this must run before rclpy.init. Returns the profile in force."""
+    env = os.environ if env is None else env
+    chosen = next((env[v] for v in PROFILE_VARIABLES if v in env), None)
+    if chosen is not None or Path("DEFAULT_FASTDDS_PROFILES.xml").is_file():
+        return chosen
+    try:
+        profile = str(config_file(FASTDDS_PROFILE_NAME))
+    except FileNotFoundError:  # Fast DDS defaults still work: slower discovery, 512 KB shared memory
+        return None
+    env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
+    if env.get("ROS_DISTRO") == "humble":  # Fast DDS 3 warns that the old name is deprecated
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profile
+    return profile
 
 
 def localhost_environment(env: dict[str, str] | None = None, domain_id: int | None = None) -> dict[str, str]:
     """Return ``env`` (default: this process's environment, changed in place) with discovery
-    forced to loopback and the fast-discovery profile (unless the user names another)."""
+    forced to loopback and the shipped profile (unless the user names another)."""
     env = os.environ if env is None else env
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env["ROS_LOCALHOST_ONLY"] = "1"
-    try:
-        env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(config_file(FASTDDS_PROFILE_NAME)))
-    except FileNotFoundError:  # Fast DDS defaults still work, only discovery is slower
-        pass
+    default_fastdds_profile(env)
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
     return env

@@ -1,0 +1,37 @@
+"""The launch file hands every process the shipped Fast DDS profile unless the user set one.
+(The ROS launch tools have no PyPI wheels: they are stubbed; the file's own logic runs.)"""
+
+import runpy
+import sys
+import types
+from pathlib import Path
+
+LAUNCH_FILE = Path(__file__).resolve().parent.parent / "launch" / "edge_roofline.launch.py"
+
+
+class _Action:
+    def __init__(self, *args, **kwargs):
+        self.args = args
+
+
+def _launch_module(monkeypatch):
+    for name in ("ament_index_python", "ament_index_python.packages", "launch", "launch.actions",
+                 "launch.substitutions", "launch_ros", "launch_ros.actions"):
+        module = types.ModuleType(name)
+        for attr in ("get_package_share_directory", "LaunchDescription", "DeclareLaunchArgument", "ExecuteProcess",
+                     "OpaqueFunction", "SetEnvironmentVariable", "LaunchConfiguration", "Node"):
+            setattr(module, attr, _Action)
+        monkeypatch.setitem(sys.modules, name, module)
+    return runpy.run_path(str(LAUNCH_FILE))
+
+
+def test_launch_sets_the_shipped_profile_only_where_none_is_set(monkeypatch):
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
+    monkeypatch.delenv("ROS_DISTRO", raising=False)
+    actions = _launch_module(monkeypatch)["_fastdds_profile"]()
+    assert [a.args[0] for a in actions] == ["FASTDDS_DEFAULT_PROFILES_FILE"]
+    assert Path(actions[0].args[1]).name == "fastdds_localhost.xml" and Path(actions[0].args[1]).is_file()
+
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/etc/my_profile.xml")
+    assert _launch_module(monkeypatch)["_fastdds_profile"]() == []
