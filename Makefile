@@ -17,7 +17,7 @@ PKG_SOURCES := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard req
 	$(shell find edge_roofline launch config -type f -not -path '*/__pycache__/*' 2>/dev/null)
 # Loopback-only DDS and fast discovery for everything started from here.
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
-export ROS_LOCALHOST_ONLY := 1
+unexport ROS_LOCALHOST_ONLY  # deprecated since Jazzy (warns; Humble is built with colcon)
 export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_localhost.xml
 
 .PHONY: setup test test-kilted demo clean system-deps check-distro

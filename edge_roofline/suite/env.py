@@ -38,7 +38,13 @@ def localhost_environment(env: dict[str, str] | None = None, domain_id: int | No
     forced to loopback and the shipped profile (unless the user names another)."""
     env = os.environ if env is None else env
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    env["ROS_LOCALHOST_ONLY"] = "1"
+    # Humble has no discovery range: ROS_LOCALHOST_ONLY is its loopback switch. Later distros
+    # deprecate it, warn on every start (a second line before a node's one-line error) and let it
+    # override the range, so there it is removed.
+    if env.get("ROS_DISTRO") == "humble":
+        env["ROS_LOCALHOST_ONLY"] = "1"
+    else:
+        env.pop("ROS_LOCALHOST_ONLY", None)
     default_fastdds_profile(env)
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
