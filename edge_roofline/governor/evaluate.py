@@ -91,6 +91,7 @@ class Scenario:
     phases: tuple[Phase, ...]
     seed: int = 0
     physics_perturbation: float = 0.0
+    physics_scale: Mapping[str, float] = field(default_factory=dict)  # PhysicsParams factors (board only)
     governor: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
 
@@ -193,6 +194,13 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     seed = _number(data, "seed", name, kind=int) if "seed" in data else 0
     perturbation = _number(data, "physics_perturbation", name, low=0, high=0.9) \
         if "physics_perturbation" in data else 0.0
+    physics_scale = data.get("physics_scale") or {}
+    try:
+        if not isinstance(physics_scale, Mapping):
+            raise ValueError(f"must be a mapping of physics parameter names to factors, got {physics_scale!r}")
+        CALIBRATION[device].scaled(physics_scale)
+    except ValueError as exc:
+        raise ScenarioError(f"{name}: physics_scale: {exc}") from None
     governor = data.get("governor") or {}
     if not isinstance(governor, Mapping):
         raise ScenarioError(f"{name}: governor must be a mapping of GovernorConfig keys, got {governor!r}")
@@ -202,7 +210,8 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
         raise ScenarioError(f"{name}: governor: {exc}") from None
     description = data.get("description", "")
     return Scenario(name=name, device=device, model=model, precision=data["precision"], phases=phases,
-                    seed=seed, physics_perturbation=perturbation, governor=dict(governor),
+                    seed=seed, physics_perturbation=perturbation, physics_scale=dict(physics_scale),
+                    governor=dict(governor),
                     description=str(description))
 
 
@@ -322,10 +331,12 @@ class Controller:
 
 def _boot(scenario: Scenario, mode_id: int):
     from edge_roofline.virtual.board import VirtualBoard
+    from edge_roofline.virtual.physics import CALIBRATION
     from edge_roofline.virtual.platform import VirtualPlatform
 
     clock = SimClock()
-    board = VirtualBoard(scenario.device, mode_id=mode_id, seed=scenario.seed,
+    params = CALIBRATION[scenario.device].scaled(scenario.physics_scale)
+    board = VirtualBoard(scenario.device, mode_id=mode_id, seed=scenario.seed, params=params,
                          perturbation=scenario.physics_perturbation, clock=clock)
     return board, VirtualPlatform(board), clock
 
@@ -696,6 +707,7 @@ class Evaluation:
         return {
             "label": SIMULATION, "scenario": s.name, "device": s.device, "model": s.model,
             "precision": s.precision, "seed": s.seed, "physics_perturbation": s.physics_perturbation,
+            "physics_scale": dict(s.physics_scale),
             "duration_s": s.duration_s, "oracle_points": list(self.oracle_points),
             "best_static_point": self.best_static_point, "maxn_percentile_over_target": list(self.maxn_slack),
             "policies": {name: sc.to_dict() for name, sc in self.scores.items()},
