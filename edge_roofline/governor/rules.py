@@ -1,9 +1,11 @@
 """Rules that hold by construction, whatever the fitted model says (issue 13).
 
 - Monotonicity: a point whose clocks and online cores are all >= another's (same TPC mask) is
-  never predicted slower. ``monotone_envelope`` raises each point's predicted latency (mean and
-  upper bound mean + std alike) to the slowest prediction among the points that dominate it: a
-  prediction is only ever made more pessimistic, so no uncertainty is hidden.
+  never predicted slower. The predictor's latency coefficients are kept >= 0 (predictor.py),
+  which makes its mean monotone already; ``Dominance.envelope`` guarantees it for any model by
+  raising each point's predicted mean to the slowest among the points that dominate it. Each
+  point keeps its own uncertainty (borrowing an unmeasured faster point's would hide a measured
+  slow point behind it); a prediction is only ever made more pessimistic.
 - The truly fastest point: the candidate that dominates every other one (MAXN's clocks with
   every core), where the governor goes and stays when nothing is predicted to meet the target.
 - Measured misses win: a point measured to miss, and every point it dominates (slower in every
@@ -53,10 +55,8 @@ class Dominance:
     def envelope(self, predictions: list[Prediction]) -> list[Prediction]:
         """``predictions`` (one per candidate, in candidate order) made monotone."""
         mean = [p.latency_s for p in predictions]
-        upper = [p.latency_s + p.latency_std_s for p in predictions]
         out = []
         for i, p in enumerate(predictions):
             m = max([mean[i]] + [mean[j] for j in self.above[i]])
-            u = max([upper[i]] + [upper[j] for j in self.above[i]])
-            out.append(p if (m, u) == (mean[i], upper[i]) else replace(p, latency_s=m, latency_std_s=u - m))
+            out.append(p if m == mean[i] else replace(p, latency_s=m))
         return out
