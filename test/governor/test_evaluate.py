@@ -50,6 +50,21 @@ def test_shipped_scenarios_load_by_name():
     assert load_scenario("agx_steady_p30").physics_perturbation == 0.3
 
 
+def test_physics_scale_moves_only_the_board_and_refuses_unknown_names():
+    with pytest.raises(ScenarioError, match="short: physics_scale: unknown physics parameter.*host_cycles; known: "):
+        short(physics_scale={"host_cycles": 5.0})
+    with pytest.raises(ScenarioError, match="physics factor for l2_efficiency must be a positive number"):
+        short(physics_scale={"l2_efficiency": 0})
+    with pytest.raises(ScenarioError, match="physics_scale: must be a mapping"):
+        short(physics_scale=[5.0])
+    host = short(physics_scale={"host_cycles_per_kernel": 5.0, "host_cycles_per_inference": 5.0})
+    plain = simulate(short(), maxn_mode_id(short()), StaticController(), sample_hz=None, step_s=None)
+    slow = simulate(host, maxn_mode_id(host), StaticController(), sample_hz=None, step_s=None)
+    assert np.mean([r.latency_s for r in slow.inferences]) > 1.1 * np.mean([r.latency_s for r in plain.inferences])
+    # The governor's candidates (what it is shown) do not change with the board's physics.
+    assert [p.name for p in Hindsight(host).candidates] == [p.name for p in Hindsight(short()).candidates]
+
+
 def test_installed_scenarios_are_found_by_name(tmp_path, monkeypatch):
     """An installed package has no config/ beside it: names resolve in the installed share dir."""
     import edge_roofline.governor.evaluate as evaluate_module
