@@ -22,6 +22,7 @@ from .points import candidate_points, catalogue_device
 from .policy import choose
 from .pointwise import PointwisePredictor
 from .predictor import Prediction, Predictor, RooflineWorkload
+from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
 
 
@@ -58,6 +59,7 @@ class Governor:
         now = clock.now_s()
         self.safety = SafetyMonitor(config.safety, now)
         self.candidates = candidate_points(platform, config.points)
+        self.dominance = Dominance(self.device, self.candidates)
         self.current = self.found
         self.mode = config.mode
         self.predictor: Predictor | PointwisePredictor | None = PointwisePredictor() if self.device is None else None
@@ -267,14 +269,22 @@ class Governor:
                                   "InferenceStats.model_id)", "waiting", None, window)
         self._calibrate(now_s, window)
         rate = window[1] if window else None
-        current = self.predictor.predict(self.current, rate)
+        # Every prediction the choice sees is monotone in the clocks (rules.py).
+        by_name = {q.point.name: q for q in self.dominance.envelope([self.predictor.predict(p, rate)
+                                                                     for p in self.candidates])}
+        current = by_name.get(self.current.name) or self.predictor.predict(self.current, rate)
         limit_s = self.config.target_latency_s * (1.0 - self.config.margin)
         violation = self._violation(window, limit_s)
         if violation is not None:
             self._missed.add(self.current.name)
-        preds = [self.predictor.predict(p, rate) for p in self.candidates
-                 if self._apply_failures.get(p.name, 0) < self.config.safety.apply_failures_before_disable
-                 and p.name not in self._missed]
+        # Measured misses win over predictions: a point that missed, and every point slower in
+        # every clock, is out; the fastest point stays (nowhere faster to go).
+        fastest = self.dominance.fastest
+        out = self.dominance.dominated_by(self._missed) - ({fastest.name} if fastest else set())
+        preds = [q for q in by_name.values()
+                 if self._apply_failures.get(q.point.name, 0) < self.config.safety.apply_failures_before_disable
+                 and q.point.name not in out] or [current]
+        fastest_pred = next((q for q in preds if fastest and q.point == fastest), None)
         if not self.predictor.has_energy:
             return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current,
                                   window)
@@ -285,7 +295,8 @@ class Governor:
         choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
                         violation_scale=violation, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                        measured=frozenset(self._measured | self._missed), provisional=self._provisional)
+                        measured=frozenset(self._measured | self._missed), provisional=self._provisional,
+                        fastest=fastest_pred)
         target = choice.prediction.point
         if target == self.current:
             return self._decision(target, False, choice.reason, "holding", choice.prediction, window)

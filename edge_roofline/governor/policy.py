@@ -31,19 +31,21 @@ def meets_target(p: Prediction, jitter_ratio: float, limit_s: float, optimistic:
 def choose(predictions: list[Prediction], current: Prediction, *, limit_s: float,
            jitter_ratio: float, violation_scale: float | None, hysteresis: float,
            explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
-           provisional: bool = False) -> Choice:
+           provisional: bool = False, fastest: Prediction | None = None) -> Choice:
     """``limit_s`` = target x (1 - margin). ``violation_scale``: measured percentile over the
     target; only points predicted faster than the current one by that factor qualify.
     ``measured``: names of points already measured under this workload (not explored again).
     ``provisional``: the current point is a stopgap (an exploration, an escape) that hysteresis
-    does not protect: it stays only while it is predicted the best."""
+    does not protect: it stays only while it is predicted the best.
+    ``fastest``: the truly fastest point (it dominates every other one in clocks and cores),
+    where the choice goes and stays while nothing is predicted to meet the target; ``None``:
+    the point predicted fastest."""
+    fastest = fastest or min(predictions, key=lambda p: p.latency_s)
     pool = predictions
     if violation_scale is not None:
-        pool = [p for p in predictions if p.latency_s <= current.latency_s / violation_scale] or \
-            [min(predictions, key=lambda p: p.latency_s)]
+        pool = [p for p in predictions if p.latency_s <= current.latency_s / violation_scale] or [fastest]
     feasible = [p for p in pool if meets_target(p, jitter_ratio, limit_s)]
     if not feasible:
-        fastest = min(pool, key=lambda p: p.latency_s)
         return Choice(fastest, "no point is predicted to meet the target: fastest point")
     best = min(feasible, key=lambda p: p.energy_per_inference_j)
     if explore:

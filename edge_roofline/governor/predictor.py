@@ -148,11 +148,13 @@ class BayesLinear:
     """Bayesian linear regression y = x . w + noise (a Kalman filter on constant w), with a
     Gaussian prior and a forgetting step so coefficients can move when the workload changes."""
 
-    def __init__(self, prior_mean: Iterable[float], prior_std: Iterable[float]) -> None:
+    def __init__(self, prior_mean: Iterable[float], prior_std: Iterable[float],
+                 nonnegative: tuple[int, ...] = ()) -> None:
         self.prior_mean = np.asarray(list(prior_mean), dtype=float)
         self.prior_cov = np.diag(np.asarray(list(prior_std), dtype=float) ** 2)
         self.mean = self.prior_mean.copy()
         self.cov = self.prior_cov.copy()
+        self.nonnegative = tuple(nonnegative)  # coefficients that physics says cannot be < 0
 
     def update(self, x: np.ndarray, y: float, noise_var: float) -> None:
         s = float(x @ self.cov @ x) + noise_var
@@ -160,6 +162,22 @@ class BayesLinear:
         self.mean = self.mean + gain * (y - float(x @ self.mean))
         self.cov = self.cov - np.outer(gain, x @ self.cov)
         self.cov = 0.5 * (self.cov + self.cov.T)  # keep it symmetric against round-off
+        self._project()
+
+    def _project(self) -> None:
+        """Move the mean to the nearest point (in the posterior's own metric) whose constrained
+        coefficients are >= 0: condition it on the negative ones being 0, adding any that turn
+        negative on the way. The covariance is kept: the constraint says where the mean may
+        lie, not that the data became more certain."""
+        active: list[int] = []
+        for _ in range(len(self.nonnegative)):
+            new = [i for i in self.nonnegative if self.mean[i] < 0 and i not in active]
+            if not new:
+                return
+            active += new
+            block = self.cov[np.ix_(active, active)]
+            self.mean = self.mean - self.cov[:, active] @ np.linalg.solve(block, self.mean[active])
+            self.mean[active] = 0.0
 
     def forget(self, fraction: float) -> None:
         """Move the covariance ``fraction`` of the way back towards the prior: old evidence
@@ -219,8 +237,12 @@ class Predictor:
         # Time outside every roofline term (syncs, copies) is a small share of it: a loose
         # constant would soak up, with either sign, what the points measured so far cannot
         # attribute (DRAM time while every measured point shares one EMC clock).
+        # Compute, DRAM, on-chip and overhead time only add latency: their coefficients are kept
+        # >= 0, so a point with every clock >= another's is never predicted slower (features fall
+        # with their clocks); the constant may take either sign.
         self.latency = BayesLinear(prior_mean=(2.0, 1.5, 0.5, 1.0, 0.0),
-                                   prior_std=(2.0, 1.5, 1.0, 1.0, max(_CONSTANT_PRIOR_STD_REL * roof_s, 1e-4)))
+                                   prior_std=(2.0, 1.5, 1.0, 1.0, max(_CONSTANT_PRIOR_STD_REL * roof_s, 1e-4)),
+                                   nonnegative=(0, 1, 2, 3))
         self.energy: BayesLinear | None = None
         self.observations = 0
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Mapping
 
 from edge_roofline.roofline.costs import LayerCost, ModelCost
 from edge_roofline.roofline.devices import DeviceSpec
@@ -142,6 +143,18 @@ class PhysicsParams:
             value = getattr(self, name) * (1.0 + rng.uniform(-fraction, fraction))
             scaled[name] = min(value, 0.95) if "efficiency" in name else value
         return replace(self, **scaled)
+
+    def scaled(self, factors: Mapping[str, float]) -> "PhysicsParams":
+        """Named coefficients multiplied by their factors (a board whose law differs from the
+        calibrated one in a known way, e.g. more host-side cycles per kernel)."""
+        known = [f.name for f in fields(self)]
+        unknown = sorted(set(factors) - set(known))
+        if unknown:
+            raise ValueError(f"unknown physics parameter(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        for name, factor in factors.items():
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor < math.inf:
+                raise ValueError(f"physics factor for {name} must be a positive number, got {factor!r}")
+        return replace(self, **{name: getattr(self, name) * factor for name, factor in factors.items()})
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -44,6 +44,7 @@ class Scenario:
     phases: tuple[Phase, ...]
     seed: int = 0
     physics_perturbation: float = 0.0
+    physics_scale: Mapping[str, float] = field(default_factory=dict)  # PhysicsParams factors (board only)
     governor: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
 
@@ -146,6 +147,13 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     seed = _number(data, "seed", name, kind=int) if "seed" in data else 0
     perturbation = _number(data, "physics_perturbation", name, low=0, high=0.9) \
         if "physics_perturbation" in data else 0.0
+    physics_scale = data.get("physics_scale") or {}
+    try:
+        if not isinstance(physics_scale, Mapping):
+            raise ValueError(f"must be a mapping of physics parameter names to factors, got {physics_scale!r}")
+        CALIBRATION[device].scaled(physics_scale)
+    except ValueError as exc:
+        raise ScenarioError(f"{name}: physics_scale: {exc}") from None
     governor = data.get("governor") or {}
     if not isinstance(governor, Mapping):
         raise ScenarioError(f"{name}: governor must be a mapping of GovernorConfig keys, got {governor!r}")
@@ -155,7 +163,8 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
         raise ScenarioError(f"{name}: governor: {exc}") from None
     description = data.get("description", "")
     return Scenario(name=name, device=device, model=model, precision=data["precision"], phases=phases,
-                    seed=seed, physics_perturbation=perturbation, governor=dict(governor),
+                    seed=seed, physics_perturbation=perturbation, physics_scale=dict(physics_scale),
+                    governor=dict(governor),
                     description=str(description))
 
 

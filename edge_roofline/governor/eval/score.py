@@ -123,6 +123,7 @@ class Evaluation:
         return {
             "label": SIMULATION, "scenario": s.name, "device": s.device, "model": s.model,
             "precision": s.precision, "seed": s.seed, "physics_perturbation": s.physics_perturbation,
+            "physics_scale": dict(s.physics_scale),
             "duration_s": s.duration_s, "oracle_points": list(self.oracle_points),
             "best_static_point": self.best_static_point, "maxn_percentile_over_target": list(self.maxn_slack),
             "policies": {name: sc.to_dict() for name, sc in self.scores.items()},

@@ -73,10 +73,12 @@ class Controller:
 
 def boot(scenario: Scenario, mode_id: int):
     from edge_roofline.virtual.board import VirtualBoard
+    from edge_roofline.virtual.physics import CALIBRATION
     from edge_roofline.virtual.platform import VirtualPlatform
 
     clock = SimClock()
-    board = VirtualBoard(scenario.device, mode_id=mode_id, seed=scenario.seed,
+    params = CALIBRATION[scenario.device].scaled(scenario.physics_scale)
+    board = VirtualBoard(scenario.device, mode_id=mode_id, seed=scenario.seed, params=params,
                          perturbation=scenario.physics_perturbation, clock=clock)
     return board, VirtualPlatform(board), clock
 

@@ -43,3 +43,21 @@ def test_queueing_counts_in_latency():
     trace = simulate(s, maxn_mode_id(s), StaticController(), sample_hz=None, step_s=None)
     lat = np.array([r.latency_s for r in trace.inferences])
     assert len(lat) > 100 and np.all(np.diff(lat) > 0)  # the backlog grows: each waits longer
+
+
+def test_physics_scale_moves_only_the_board_and_refuses_unknown_names():
+    from edge_roofline.governor.eval.hindsight import Hindsight
+    from edge_roofline.governor.eval.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match="short: physics_scale: unknown physics parameter.*host_cycles; known: "):
+        short(physics_scale={"host_cycles": 5.0})
+    with pytest.raises(ScenarioError, match="physics factor for l2_efficiency must be a positive number"):
+        short(physics_scale={"l2_efficiency": 0})
+    with pytest.raises(ScenarioError, match="physics_scale: must be a mapping"):
+        short(physics_scale=[5.0])
+    host = short(physics_scale={"host_cycles_per_kernel": 5.0, "host_cycles_per_inference": 5.0})
+    plain = simulate(short(), maxn_mode_id(short()), StaticController(), sample_hz=None, step_s=None)
+    slow = simulate(host, maxn_mode_id(host), StaticController(), sample_hz=None, step_s=None)
+    assert np.mean([r.latency_s for r in slow.inferences]) > 1.1 * np.mean([r.latency_s for r in plain.inferences])
+    # The governor's candidates (what it is shown) do not change with the board's physics.
+    assert [p.name for p in Hindsight(host).candidates] == [p.name for p in Hindsight(short()).candidates]

@@ -1,0 +1,62 @@
+"""Rules that hold by construction, whatever the fitted model says (issue 13).
+
+- Monotonicity: a point whose clocks and online cores are all >= another's (same TPC mask) is
+  never predicted slower. The predictor's latency coefficients are kept >= 0 (predictor.py),
+  which makes its mean monotone already; ``Dominance.envelope`` guarantees it for any model by
+  raising each point's predicted mean to the slowest among the points that dominate it. Each
+  point keeps its own uncertainty (borrowing an unmeasured faster point's would hide a measured
+  slow point behind it); a prediction is only ever made more pessimistic.
+- The truly fastest point: the candidate that dominates every other one (MAXN's clocks with
+  every core), where the governor goes and stays when nothing is predicted to meet the target.
+- Measured misses win: a point measured to miss, and every point it dominates (slower in every
+  clock), is out of the choice under the same workload and rate; the fastest point never is
+  (there is nowhere faster to go).
+
+These read only the catalogue's clock tables and the candidate list, never the device's physics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.devices import DeviceSpec
+
+from .points import effective_clocks
+from .predictor import Prediction
+
+
+class Dominance:
+    """Which candidates dominate which (all clocks and cores >=, same TPC mask)."""
+
+    def __init__(self, device: DeviceSpec | None, points: list[OperatingPoint]) -> None:
+        self.points = list(points)
+        n = len(self.points)
+        if device is None:  # outside the catalogue: no clock tables, no order between points
+            self.above = [[] for _ in range(n)]
+        else:
+            keys = []
+            for p in self.points:
+                c = effective_clocks(device, p)
+                keys.append((c.tpc_pg_mask, (c.cpu_freq_hz, c.gpu_freq_hz, c.emc_freq_hz, c.cpu_online_cores)))
+            self.above = [[j for j in range(n) if j != i and keys[j][0] == keys[i][0]
+                           and all(a >= b for a, b in zip(keys[j][1], keys[i][1]))] for i in range(n)]
+        self._index = {p.name: i for i, p in enumerate(self.points)}
+        # The point that dominates every other one (the first of equals), if there is one.
+        top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
+        self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
+
+    def dominated_by(self, names: set[str]) -> set[str]:
+        """``names`` and every candidate that one of them dominates."""
+        idx = {self._index[n] for n in names if n in self._index}
+        return set(names) | {self.points[i].name for i in range(len(self.points))
+                             if any(j in idx for j in self.above[i])}
+
+    def envelope(self, predictions: list[Prediction]) -> list[Prediction]:
+        """``predictions`` (one per candidate, in candidate order) made monotone."""
+        mean = [p.latency_s for p in predictions]
+        out = []
+        for i, p in enumerate(predictions):
+            m = max([mean[i]] + [mean[j] for j in self.above[i]])
+            out.append(p if m == mean[i] else replace(p, latency_s=m))
+        return out
