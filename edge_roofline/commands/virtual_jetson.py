@@ -8,7 +8,7 @@ HELP = "run a live virtual Jetson (SIMULATION): sysfs tree + nvpmodel emulation 
 
 
 def add_arguments(parser) -> None:
-    from edge_roofline.virtual.physics import CALIBRATION
+    from edge_roofline.virtual.params import CALIBRATION
     parser.add_argument("--device", default="agx_orin_64gb", choices=sorted(CALIBRATION))
     parser.add_argument("--root", help="directory to render the tree into (created)")
     parser.add_argument("--mode", type=int, default=None, help="nvpmodel mode at start (default: the board's default)")

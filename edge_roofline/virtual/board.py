@@ -19,9 +19,9 @@ from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.platforms.jetson.platform import resolved_caps
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import DeviceSpec, get_device
-from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, InferenceTiming, PhysicsParams,
-                                           ThermalModel, device_params, inference_timing, jittered,
-                                           module_power_w, rail_power_w)
+from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, InferenceTiming, ThermalModel, inference_timing,
+                                           jittered, module_power_w, rail_power_w)
+from edge_roofline.virtual.params import PhysicsParams, device_params
 from edge_roofline.virtual.state import BoardState
 
 # A background GPU process computes as much as it waits on memory.

@@ -37,7 +37,8 @@ from pathlib import Path
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
-from edge_roofline.virtual.physics import Activity, Clocks, PhysicsParams, inference_timing, jittered
+from edge_roofline.virtual.physics import Activity, Clocks, inference_timing, jittered
+from edge_roofline.virtual.params import PhysicsParams
 from edge_roofline.virtual.hwmon import write_rails
 from edge_roofline.virtual.sysfs_read import Controls, read_controls
 from edge_roofline.virtual.sysfs_tree import rail_value_files, render_tree, update_tree

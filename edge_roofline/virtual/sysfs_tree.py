@@ -33,7 +33,7 @@ from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
 from edge_roofline.platforms.jetson.nvpmodel import STATUS_FILE
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.hwmon import chip_attributes, write_rails
-from edge_roofline.virtual.physics import PhysicsParams
+from edge_roofline.virtual.params import PhysicsParams
 from edge_roofline.virtual.state import BoardState
 
 NVPMODEL_LAUNCHER = "usr/bin/nvpmodel"

@@ -14,7 +14,7 @@ from edge_roofline.platforms.jetson import power
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.hwmon import VALUE_BYTES, value_bytes, write_value
 from edge_roofline.virtual.live import LiveVirtualJetson
-from edge_roofline.virtual.physics import PhysicsParams
+from edge_roofline.virtual.params import PhysicsParams
 from edge_roofline.virtual.state import BoardState
 from edge_roofline.virtual.sysfs_tree import render_tree, update_tree
 

@@ -9,8 +9,9 @@ import pytest
 
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.virtual.calibrate import ANCHORS
-from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, PhysicsParams, ThermalModel,
-                                           device_params, inference_timing, module_power_w, rail_power_w)
+from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, ThermalModel, inference_timing, module_power_w,
+                                           rail_power_w)
+from edge_roofline.virtual.params import PhysicsParams, device_params
 
 ORIN = get_device("agx_orin_64gb")
 P = device_params(ORIN)

@@ -121,7 +121,7 @@ def _check_model(model: str, where: str, base: Path | None) -> str:
 def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = None) -> Scenario:
     """Validate ``data`` (a parsed scenario) into a ``Scenario``; errors name ``name`` and the key."""
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device
-    from edge_roofline.virtual.physics import CALIBRATION
+    from edge_roofline.virtual.params import CALIBRATION
 
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{name}: a scenario must be a mapping of keys, got {type(data).__name__}")

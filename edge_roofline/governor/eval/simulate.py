@@ -73,7 +73,7 @@ class Controller:
 
 def boot(scenario: Scenario, mode_id: int):
     from edge_roofline.virtual.board import VirtualBoard
-    from edge_roofline.virtual.physics import CALIBRATION
+    from edge_roofline.virtual.params import CALIBRATION
     from edge_roofline.virtual.platform import VirtualPlatform
 
     clock = SimClock()
