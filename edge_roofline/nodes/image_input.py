@@ -83,7 +83,7 @@ class InputLossMonitor:
                 f"({totals.lost_upstream} in all, {totals.lost_transport} of them reported by DDS, "
                 f"{totals.received} received in all): give the camera process this package's Fast DDS profile "
                 f"(FASTDDS_DEFAULT_PROFILES_FILE=.../config/fastdds_localhost.xml) or, for a reliable camera, "
-                f"-p image_reliability:=reliable; see README 'Lost frames'")
+                f"-p image_reliability:=reliable; see docs/nodes.md 'Lost frames'")
             self._logged = (totals.lost_upstream, totals.lost_transport)
             self._last_log_s = totals.time_s
         return status

@@ -130,7 +130,7 @@ class InferenceNode(Node):
         p = self._params() | changed
         # Loaded here, beside the old model, and swapped in only once it works, so the reply is
         # the truth and the parameter always names the model served. New frames wait while it
-        # loads (seconds for a big model; README).
+        # loads (seconds for a big model; docs/nodes.md).
         try:
             config = inference_config(p, self.platform)
             ceilings = report_ceilings(p, self.platform)

@@ -1,7 +1,7 @@
 """The public figures the virtual Jetson's physics is calibrated against
 (``shared/docs/calibration.md``), each reproduced by running the virtual board under the
 figure's conditions, with the relative error. ``edge-roofline virtual-jetson --calibration``
-prints the table; the README quotes it; a test keeps every error inside its tolerance.
+prints the table; docs/virtual_jetson.md quotes it; a test keeps every error inside its tolerance.
 """
 
 from __future__ import annotations

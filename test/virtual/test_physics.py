@@ -120,5 +120,5 @@ def test_perturbation_scales_coefficients_within_the_fraction_reproducibly():
 
 @pytest.mark.parametrize("anchor", ANCHORS, ids=lambda a: f"{a.device}:{a.what}")
 def test_calibration_against_published_figures(anchor):
-    """Each public figure is reproduced within 30 % (the README prints the actual errors)."""
+    """Each public figure is reproduced within 30 % (docs/virtual_jetson.md prints the actual errors)."""
     assert abs(anchor.relative_error()) <= 0.30, (anchor.what, anchor.model_value(), anchor.published)
