@@ -15,10 +15,9 @@ PKG_STAMP := $(VENV)/.package-installed
 REQUIREMENTS := requirements/ros-$(ROS_DISTRO)-build.txt requirements/runtime.txt requirements/test.txt
 PKG_SOURCES := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard requirements/*.txt msg/*.msg srv/*.srv) \
 	$(shell find edge_roofline launch config -type f -not -path '*/__pycache__/*' 2>/dev/null)
-# Loopback-only DDS and fast discovery for everything started from here.
+# Loopback-only DDS for everything started from here (the Fast DDS profile: suite/env.py).
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 unexport ROS_LOCALHOST_ONLY  # deprecated since Jazzy (warns; Humble is built with colcon)
-export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_localhost.xml
 
 .PHONY: setup test test-kilted demo clean system-deps check-distro
 

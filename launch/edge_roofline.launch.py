@@ -6,7 +6,7 @@ list, rule and arguments `edge-roofline up` uses) with one parameter file (defau
 config/virtual_agx_orin.yaml). When the parameters point a node at a virtual Jetson (platform:
 virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson is started first, as `edge-roofline up`
 does. Every process gets the shipped Fast DDS profile (config/fastdds_localhost.xml: shared
-memory big enough for camera frames) unless FASTDDS_DEFAULT_PROFILES_FILE is already set.
+memory big enough for camera frames) unless a Fast DDS profile variable is already set.
 """
 
 import os

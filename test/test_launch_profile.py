@@ -6,6 +6,8 @@ import sys
 import types
 from pathlib import Path
 
+from edge_roofline.suite.env import profile_variable
+
 LAUNCH_FILE = Path(__file__).resolve().parent.parent / "launch" / "edge_roofline.launch.py"
 
 
@@ -30,8 +32,8 @@ def test_launch_sets_the_shipped_profile_only_where_none_is_set(monkeypatch):
     monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
     monkeypatch.delenv("ROS_DISTRO", raising=False)
     actions = _launch_module(monkeypatch)["_fastdds_profile"]()
-    assert [a.args[0] for a in actions] == ["FASTDDS_DEFAULT_PROFILES_FILE"]
+    assert [a.args[0] for a in actions] == [profile_variable()]
     assert Path(actions[0].args[1]).name == "fastdds_localhost.xml" and Path(actions[0].args[1]).is_file()
 
-    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/etc/my_profile.xml")
+    monkeypatch.setenv(profile_variable(), "/etc/my_profile.xml")
     assert _launch_module(monkeypatch)["_fastdds_profile"]() == []

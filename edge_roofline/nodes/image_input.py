@@ -12,6 +12,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from edge_roofline.ros.stamps import stamp_ns
+from edge_roofline.suite.env import profile_variable
 from edge_roofline.telemetry.frame_loss import LossSample, LossWindow, StampGapCounter, input_status
 
 try:
@@ -82,7 +83,7 @@ class InputLossMonitor:
                 f"{max(new_upstream, new_transport)} input frame(s) lost before the node since the last report "
                 f"({totals.lost_upstream} in all, {totals.lost_transport} of them reported by DDS, "
                 f"{totals.received} received in all): give the camera process this package's Fast DDS profile "
-                f"(FASTDDS_DEFAULT_PROFILES_FILE=.../config/fastdds_localhost.xml) or, for a reliable camera, "
+                f"({profile_variable()}=.../config/fastdds_localhost.xml) or, for a reliable camera, "
                 f"-p image_reliability:=reliable; see docs/nodes.md 'Lost frames'")
             self._logged = (totals.lost_upstream, totals.lost_transport)
             self._last_log_s = totals.time_s

@@ -5,6 +5,7 @@ demo and the tests *before* rclpy starts; every node's main applies the profile 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from edge_roofline.paths import config_file
@@ -27,10 +28,19 @@ def default_fastdds_profile(env: dict[str, str] | None = None) -> str | None:
         profile = str(config_file(FASTDDS_PROFILE_NAME))
     except FileNotFoundError:  # Fast DDS defaults still work: slower discovery, 512 KB shared memory
         return None
-    env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
-    if env.get("ROS_DISTRO") == "humble":  # Fast DDS 3 warns that the old name is deprecated
-        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profile
+    env[profile_variable(env)] = profile
     return profile
+
+
+def profile_variable(env: dict[str, str] | None = None) -> str:
+    """The variable the Fast DDS in use reads its profile from: FASTRTPS_DEFAULT_PROFILES_FILE for
+    Fast DDS 2 (Humble, Jazzy: it reads only that one), FASTDDS_DEFAULT_PROFILES_FILE for Fast DDS
+    3 (Kilted on: it warns that the old one is deprecated). By the sourced ROS distro, else (PyPI
+    wheels: the venv is the ROS prefix) by the library there, libfastrtps (2.x) or libfastdds."""
+    env = os.environ if env is None else env
+    distro = env.get("ROS_DISTRO")
+    fast_dds_2 = distro in ("humble", "jazzy") if distro else any((Path(sys.prefix) / "lib").glob("libfastrtps.so*"))
+    return "FASTRTPS_DEFAULT_PROFILES_FILE" if fast_dds_2 else "FASTDDS_DEFAULT_PROFILES_FILE"
 
 
 def localhost_environment(env: dict[str, str] | None = None, domain_id: int | None = None) -> dict[str, str]:

@@ -165,6 +165,7 @@ def input_status(name: str, window: LossWindow, totals: LossSample, warn_fractio
               f"lost_fraction_last_{window.window_s:g}s": f"{fraction:.4f}"}
     if fraction > warn_fraction:
         return Status(name, WARN, f"{100 * fraction:.1f} % of frames lost before the node in the last "
-                                  f"{window.window_s:g} s ({lost} of {received + lost}); see docs/nodes.md 'Lost frames'",
+                                  f"{window.window_s:g} s ({lost} of {received + lost}); "
+                                  f"see docs/nodes.md 'Lost frames'",
                       values)
     return Status(name, OK, f"{received} frames in the last {window.window_s:g} s, {lost} lost", values)

@@ -12,7 +12,7 @@ from sensor_msgs.msg import Image
 
 from edge_roofline.ros import topics
 from edge_roofline.msg import InferenceStats
-from edge_roofline.suite.env import PROFILE_VARIABLES
+from edge_roofline.suite.env import PROFILE_VARIABLES, profile_variable
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
 
 NODE = {"model": "zoo:tiny_cnn", "device": "agx_orin_64gb", "engine": "cpu", "publish_chart": False,
@@ -72,7 +72,8 @@ def test_stamp_gaps_are_counted_in_stats_diagnostics_and_log(ros_env, tmp_path):
 def _largest_fastdds_segment_bytes(pid: int) -> int:
     sizes = [0]
     for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
-        if "/dev/shm/fastdds_" in line and "_el" not in line.split("/dev/shm/")[-1]:
+        segment = line.split("/dev/shm/")[-1]
+        if segment.startswith(("fastdds_", "fastrtps_")) and "_el" not in segment and "_port" not in segment:
             start, end = (int(v, 16) for v in line.split()[0].split("-"))
             sizes.append(end - start)
     return max(sizes)
@@ -96,7 +97,7 @@ def test_transport_loss_from_a_camera_without_the_profile_is_counted(ros_env, tm
     input loses most 640x480 frames before the node (issue 14); the node now counts them."""
     profile = tmp_path / "default_transports.xml"
     profile.write_text(DEFAULT_TRANSPORTS_PROFILE)
-    camera_env = ros_env | {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
+    camera_env = ros_env | {profile_variable(ros_env): str(profile)}
     stats = []
     log = tmp_path / "inference.log"
     with watcher(ros_env) as (node, spin_until):
@@ -112,4 +113,4 @@ def test_transport_loss_from_a_camera_without_the_profile_is_counted(ros_env, tm
             for p in procs:
                 stop_node(p)
     assert "lost before the node" in log_text(log)
-    assert os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE") != str(profile)  # the node kept the shipped one
+    assert os.environ.get(profile_variable()) != str(profile)  # the node kept the shipped one
