@@ -12,7 +12,7 @@ Prints numbers; asserts nothing. Goals: >= 99 % delivered at 640x480 and >= 95 %
     python benchmarks/bench_transport.py [--seconds S] [--sizes 640x480,1920x1080] [--runs N]
         [--profile FILE] [--env KEY=VALUE ...] [--node-param NAME=VALUE ...]
 
---profile sets FASTDDS_DEFAULT_PROFILES_FILE for all three processes (default: the shipped
+--profile sets the Fast DDS profile variable for all three processes (default: the shipped
 config/fastdds_localhost.xml); --env sets further variables for all three (e.g.
 FASTDDS_BUILTIN_TRANSPORTS=UDPv4), to compare transports one change at a time.
 """
@@ -56,10 +56,10 @@ def parse_args(argv=None):
 
 def environment(args) -> dict[str, str]:
     """The environment of all three processes: loopback only, one domain, the chosen profile."""
-    from edge_roofline.suite.env import localhost_environment
+    from edge_roofline.suite.env import localhost_environment, profile_variable
     env = dict(os.environ)
     if args.profile:
-        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(Path(args.profile).resolve())
+        env[profile_variable(env)] = str(Path(args.profile).resolve())
     domain_id = args.domain_id if args.domain_id is not None else 1 + (os.getpid() * 13) % 100
     localhost_environment(env, domain_id=domain_id)
     for item in args.env:
@@ -244,7 +244,9 @@ def main(argv=None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench_transport_"))
     print(f"through real DDS (rmw_fastrtps_cpp), loopback only, domain {env['ROS_DOMAIN_ID']}; "
           f"{args.rate_hz:.0f} Hz bgr8 for {args.seconds:.0f} s per size; camera QoS {args.camera_qos}")
-    print(f"FASTDDS_DEFAULT_PROFILES_FILE={env.get('FASTDDS_DEFAULT_PROFILES_FILE', '(none)')}"
+    from edge_roofline.suite.env import profile_variable
+    variable = profile_variable(env)
+    print(f"{variable}={env.get(variable, '(none)')}"
           + "".join(f"  {e}" for e in args.env) + "".join(f"  -p {p}" for p in args.node_param))
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} CPUs; logs in {workdir}")
     header = (f"{'run':>3} {'size':>9} {'sent':>5} {'deliv':>5} {'deliv %':>7} {'p50 ms':>7} {'p95 ms':>7} "
