@@ -65,8 +65,8 @@ ifeq ($(ROS_DISTRO),jazzy)
 endif
 
 # The second distro's smaller job: every message between processes and one node, on a Kilted
-# venv (~3 min more the first time, ~30 s after; see README "Packaging").
-KILTED_TESTS := test/ros/test_messages.py test/ros/test_power_monitor_node.py
+# venv (~3 min more the first time, ~30 s after; see docs/packaging.md).
+KILTED_TESTS := test/nodes/test_messages.py test/nodes/test_power_monitor_node.py
 test-kilted:
 	$(MAKE) ROS_DISTRO=kilted setup
 	.venv-kilted/bin/python -m pytest $(KILTED_TESTS) -q -p no:cacheprovider

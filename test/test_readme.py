@@ -25,3 +25,12 @@ def test_every_cli_command_is_shown():
     commands = build_parser()._subparsers._group_actions[0].choices
     missing = [c for c in commands if f"edge-roofline {c}" not in ALL_DOCS]
     assert not missing, f"README and docs/ never show edge-roofline {missing}"
+
+
+def test_every_file_the_docs_name_exists():
+    import re
+    # Paths of this repository (not install paths such as share/edge_roofline/config/...).
+    pattern = r"(?<![\w/~.-])((?:edge_roofline|test|benchmarks|scripts|config|launch)/[\w/.-]+\.(?:py|yaml|xml|json))"
+    named = set(re.findall(pattern, ALL_DOCS))
+    missing = sorted(p for p in named if not (REPO / p).exists())
+    assert len(named) > 20 and not missing, f"README or docs/ name files that do not exist: {missing}"
