@@ -206,6 +206,14 @@ class InferencePipeline:
                 self.counters.dropped += 1
             self._cond.notify()
 
+    def reject(self, reason: str) -> None:
+        """An input that arrived but cannot become a frame (an undecodable tensor message): counted
+        as received and rejected, with the reason, like a bad image."""
+        with self._cond:
+            self.counters.received += 1
+            self.counters.rejected += 1
+            self.counters.last_error = reason
+
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()

@@ -115,6 +115,7 @@ class InferenceNode(Node):
         try:
             tensors = convert.tensors_from_msg(msg)
         except ValueError as exc:
+            self.pipeline.reject(f"bad tensor input: {exc}")
             self.get_logger().error(f"bad tensor input: {exc}", throttle_duration_sec=5.0)
             return
         self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,

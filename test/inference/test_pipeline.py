@@ -103,3 +103,12 @@ def test_wrong_tensor_name_names_the_expected_ones():
 def test_invalid_config_lists_all_problems():
     with pytest.raises(ValueError, match="queue_depth must be >= 1.*precision must be"):
         InferenceConfig(model="zoo:tiny_cnn", queue_depth=0, precision="fp64").validate()
+
+
+def test_an_input_that_cannot_become_a_frame_is_counted():
+    p = pipeline()
+    p.reject("bad tensor input: tensor 'x': 3 float32 values for shape [2, 2]")
+    p.submit(image_frame(0.0))
+    result = p.process_next()
+    assert result.counters.received == 2 and result.counters.rejected == 1 and result.counters.processed == 1
+    assert "bad tensor input" in result.counters.last_error
