@@ -146,16 +146,19 @@ class GovernorRuntime:
             gov.set_mode(self.enabled_mode)
         return True, f"governor {gov.mode}"
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """Every cap file and the mode as found, one line saying so (or naming what could not be
-        put back: the crash record then stays for the next start), then the readers closed."""
+        put back: the crash record then stays for the next start), then the readers closed.
+        Returns whether everything was put back."""
         if self._closed:
-            return
+            return True
         self._closed = True
         self.models.close()
+        restored = True
         try:
             self.info(self.governor.shutdown())
         except PlatformError as exc:
+            restored = False
             self.log(f"{exc}; crash record {self.store.path} kept: the next start puts it back")
         try:
             self.platform.close()
@@ -163,3 +166,4 @@ class GovernorRuntime:
             pass  # the files shutdown() could not put back, reported above
         finally:
             self.store.unlock()
+        return restored

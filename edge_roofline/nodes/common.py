@@ -78,4 +78,4 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return getattr(node, "exit_code", 0)  # a node whose teardown failed its duty says so (governor)

@@ -141,7 +141,8 @@ class GovernorNode(Node):
 
     def destroy_node(self) -> None:
         if hasattr(self, "runtime"):  # absent when start-up failed (rclpy's shutdown still destroys the node)
-            self.runtime.close()
+            # A board not put back as found is a failed exit (the log line names the files).
+            self.exit_code = 0 if self.runtime.close() else 1
         super().destroy_node()
 
 

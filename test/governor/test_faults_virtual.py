@@ -140,7 +140,7 @@ def test_cap_file_made_read_only_mid_run(tree):  # noqa: F811
         assert names_file(last.reason, locked) and "read-only" in last.reason
         now = cap_files(tree)
         assert {k for k in found if now[k] != found[k]} == {rel}, now  # the safe point as far as it goes
-        runtime.close()
+        assert runtime.close() is False  # the node exits 1 on it
         line = logs[-1]
         print(f"GovernorState reason: {last.reason}\nat shutdown: {line}")
         assert "\n" not in line and line.startswith("could not restore as found: ") and names_file(line, locked)
@@ -154,7 +154,7 @@ def test_cap_file_made_read_only_mid_run(tree):  # noqa: F811
     finally:
         read_only(locked, on=False)
     logs.clear()
-    GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append).close()
+    assert GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), log=logs.append).close() is True
     assert cap_files(tree) == found, logs
     assert any("did not shut down: restored MAXN as found" in line for line in logs)
 
