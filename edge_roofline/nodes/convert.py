@@ -102,7 +102,9 @@ def latency_s_from_stats(msg: InferenceStats) -> float | None:
 
 def power_w_from_telemetry(msg: PowerTelemetry) -> float:
     """The window's average power, or the latest total (NaN) when the latest sample measured no
-    power: a window whose rails vanished integrates nothing and would average to 0 W."""
+    power: the window's average still holds the power measured before the rails vanished (a
+    window with none at all is NaN already), and the governor must fall back now, not a window
+    later."""
     return msg.average_power_w if math.isfinite(msg.total_power_w) else msg.total_power_w
 
 
