@@ -212,12 +212,13 @@ def _stream(data: Any, where: str, duration_s: float, base: Path | None) -> Stre
     ``start_s`` to ``stop_s`` (default: the whole scenario)."""
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{where}: a stream must be a mapping of keys, got {data!r}")
-    _refuse_unknown(data, _STREAM_KEYS, where, ("name",))
-    name = data["name"]
+    name = data.get("name")
+    named = f"{where} ({name})" if isinstance(name, str) else where
+    _refuse_unknown(data, _STREAM_KEYS, named, ("name",))
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
         raise ScenarioError(f"{where}: name must be letters, digits and _ (it names the governor's stream), "
                             f"got {name!r}")
-    where = f"{where} ({name})"
+    where = named
     start_s = _number(data, "start_s", where, low=0) if "start_s" in data else 0.0
     if "phases" in data:
         inline = sorted(set(data) - {"name", "start_s", "phases"})
