@@ -134,7 +134,10 @@ _SCENARIO_REQUIRED = ("device", "model", "precision", "phases")
 
 
 def _check_keys(data: Mapping, cls, required: tuple[str, ...], where: str, skip=("name",)) -> None:
-    known = [f.name for f in fields(cls) if f.name not in skip]
+    _refuse_unknown(data, tuple(f.name for f in fields(cls) if f.name not in skip), where, required)
+
+
+def _refuse_unknown(data: Mapping, known: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed keys: "
@@ -195,16 +198,6 @@ _MULTI_KEYS = ("device", "precision", "duration_s", "streams", "seed", "physics_
                "governor", "description")
 _STREAM_PHASE_KEYS = ("duration_s", "model", "input_rate_hz", "target_latency_ms", "percentile", "batch")
 _STREAM_KEYS = ("name", "start_s", "stop_s", "phases") + _STREAM_PHASE_KEYS[1:]
-
-
-def _refuse_unknown(data: Mapping, known: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed keys: "
-                            f"{', '.join(known)} (check the spelling)")
-    missing = [k for k in required if k not in data]
-    if missing:
-        raise ScenarioError(f"{where}: missing key(s) {', '.join(missing)}; add them")
 
 
 def _stream(data: Any, where: str, duration_s: float, base: Path | None) -> StreamSpec:
@@ -312,6 +305,9 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     governor = data.get("governor") or {}
     if not isinstance(governor, Mapping):
         raise ScenarioError(f"{name}: governor must be a mapping of GovernorConfig keys, got {governor!r}")
+    if "streams" in governor:
+        raise ScenarioError(f"{name}: governor: streams comes from the scenario (its streams and their targets); "
+                            "drop it from governor")
     try:
         GovernorConfig.from_dict(governor)
     except ConfigError as exc:

@@ -34,6 +34,8 @@ def multi(*streams, **over):
      r"phases\[0\]: unknown key\(s\) background_gpu_load"),
     ([DET], {"model": "resnet50"}, r"ms.yaml: model/phases beside streams; give each stream its model"),
     ([DET], {"duration": 10}, r"ms.yaml: unknown key\(s\) duration; allowed keys: .*duration_s"),
+    ([DET], {"governor": {"streams": [{"name": "det", "target_latency_ms": 5}]}},
+     r"ms.yaml: governor: streams comes from the scenario .*; drop it from governor"),
     ([{**DET, "model": "yolo_tiny2"}], {}, r"\(det\): phases\[0\]: model 'yolo_tiny2' is neither a zoo model"),
 ])
 def test_stream_errors_name_the_file_key_and_fix(streams, over, message):
