@@ -42,7 +42,8 @@ def format_summary(evaluations: list[Evaluation]) -> str:
     head = f"{'scenario':<22} {'oracle mJ':>9} " + " ".join(f"{p + '/or':>14}" for p in policies if p != "oracle")
     margin = "oracle_margin" in policies
     head += (f" {'gov/or_margin':>13}" if margin else "") + f" {'gov/MAXN':>8} {'gov viol':>8} {'gov sw':>6}  verdict"
-    lines = ["SIMULATION (virtual Jetson): energy per inference relative to the per-phase oracle", head]
+    lines = ["SIMULATION (virtual Jetson): energy per inference relative to the per-phase oracle "
+             "(several streams: the joint one; gov viol: the worst stream's)", head]
     for ev in evaluations:
         gov = ev.scores.get("governor")
         row = f"{Path(ev.scenario.name).stem:<22} {ev.scores['oracle'].energy_per_inference_j * 1e3:>9.1f} "
