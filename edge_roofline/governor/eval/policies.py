@@ -23,7 +23,7 @@ class StaticController(Controller):
         super().__init__()
         self.point = point
 
-    def start(self, platform, clock, scenario, segment, works) -> None:
+    def start(self, platform, clock, scenario, segment) -> None:
         if self.point is not None:
             platform.apply(self.point)
 
@@ -36,11 +36,11 @@ class ScheduleController(Controller):
         self.points = points
         self.switches = 0
 
-    def start(self, platform, clock, scenario, segment, works) -> None:
+    def start(self, platform, clock, scenario, segment) -> None:
         self.platform = platform
         platform.apply(self.points[0])
 
-    def phase_change(self, index, segment, works, now_s) -> None:
+    def phase_change(self, index, segment, now_s) -> None:
         if self.points[index] != self.points[index - 1]:
             self.platform.apply(self.points[index])
             self.switches += 1
@@ -61,7 +61,7 @@ class GovernorController(Controller):
         self.gov: Governor | None = None
         self.followers: dict[str, ModelFollower] = {}
 
-    def start(self, platform, clock, scenario, segment, works) -> None:
+    def start(self, platform, clock, scenario, segment) -> None:
         first = {s.name: s.phases[0] for s in scenario.stream_specs}
         targets = [{"name": n, "target_latency_ms": p.target_latency_ms, "percentile": p.percentile}
                    for n, p in first.items()]
@@ -74,7 +74,7 @@ class GovernorController(Controller):
             self.followers[name] = ModelFollower(analyses.__getitem__)
             self.followers[name].wanted = model_id(phase)  # the model the governor was started with
 
-    def phase_change(self, index, segment, works, now_s) -> None:
+    def phase_change(self, index, segment, now_s) -> None:
         for name, phase in segment.active:
             cfg = self.gov.streams[name].config
             if (cfg.target_latency_ms, cfg.percentile) != (phase.target_latency_ms, phase.percentile):

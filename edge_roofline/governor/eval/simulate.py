@@ -15,7 +15,7 @@ from edge_roofline.roofline.ceilings import max_clock_preset
 
 from ..config import DEFAULT_STREAM
 from .scenario import Phase, Scenario, Segment, StreamSpec, segments_of
-from .workload import Workload, workload
+from .workload import workload
 
 SAMPLE_HZ = 50.0  # power sampling rate (platform.sample())
 STEP_S = 0.1  # governor step period
@@ -52,10 +52,10 @@ class Controller:
     def __init__(self) -> None:
         self.decisions: list[tuple[float, str, str]] = []  # (t, point applied, why)
 
-    def start(self, platform, clock, scenario: Scenario, segment: Segment, works: dict[str, Workload]) -> None:
+    def start(self, platform, clock, scenario: Scenario, segment: Segment) -> None:
         pass
 
-    def phase_change(self, index: int, segment: Segment, works: dict[str, Workload], now_s: float) -> None:
+    def phase_change(self, index: int, segment: Segment, now_s: float) -> None:
         pass
 
     def observe_inference(self, latency_s: float, now_s: float, stream: str, model_id: str) -> None:
@@ -144,7 +144,7 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
             trace.points.append((board.now_s, name))
 
     enter_phase(0)
-    controller.start(platform, clock, scenario, segments[0], works[0])
+    controller.start(platform, clock, scenario, segments[0])
     note_point()
 
     def advance_handling(until_s: float, activity=None) -> None:
@@ -162,7 +162,7 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
                 energy_mark = board.energy_j
                 phase_idx += 1
                 enter_phase(phase_idx)
-                controller.phase_change(phase_idx, segments[phase_idx], works[phase_idx], t)
+                controller.phase_change(phase_idx, segments[phase_idx], t)
                 note_point()
             elif t == next_sample:
                 s = platform.sample()
