@@ -1,6 +1,8 @@
 """Every shipped governor scenario (config/scenarios/) closed-loop on the virtual Jetson
-(SIMULATION): policies x scenarios, energy per inference relative to the per-phase oracle and
-to MAXN, the governor's violation rate and issue #6's verdict, plus the time it took.
+(SIMULATION): policies x scenarios, energy per inference relative to the per-phase oracle (joint:
+every stream of a phase meets its target) and to MAXN, the governor's violation rate (the worst
+stream's) and the acceptance verdict, plus the time it took. ``--details`` adds each scenario's
+table (with several streams: each policy's total energy and each stream's p95 and violations).
 
     python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [SCENARIO ...]
 

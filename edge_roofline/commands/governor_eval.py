@@ -46,9 +46,10 @@ def plot(evaluation, path: str) -> None:
         ax_pow.plot([t for t, _ in trace.power], [w for _, w in trace.power], lw=0.6, color=color,
                     label=f"{name} sampled power")
     starts = ev.scores["governor"].trace.phase_start_s
-    for i, phase in enumerate(scenario.phases):
-        ax_lat.hlines(phase.target_latency_ms, starts[i], starts[i] + phase.duration_s, colors="tab:red",
-                      label="target" if i == 0 else None)
+    for i, segment in enumerate(scenario.segments):
+        for j, (_, phase) in enumerate(segment.active):  # every stream's target
+            ax_lat.hlines(phase.target_latency_ms, starts[i], segment.end_s, colors="tab:red",
+                          label="target" if i == j == 0 else None)
         for ax in (ax_lat, ax_pow):
             ax.axvline(starts[i], color="k", lw=0.5, alpha=0.4)
     for t, point, why in ev.scores["governor"].trace.decisions:

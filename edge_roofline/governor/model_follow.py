@@ -55,5 +55,11 @@ class ModelFollower:
         note = "" if analysis is not None else f"no roofline for {model_id} on this device; learning by measuring"
         return ModelChange(model_id, analysis, note)
 
+    def wait(self) -> None:
+        """Block until the newest requested model is analysed (a simulation on simulated time
+        waits for it rather than racing the thread)."""
+        if self._loading is not None:
+            concurrent.futures.wait([self._loading[1]])
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

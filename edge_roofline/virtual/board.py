@@ -94,8 +94,7 @@ class VirtualBoard:
         self._history: deque[tuple[float, float, dict[str, float]]] = deque()  # (start, end, rails W)
         self._last_activity = Activity()
         self._now_s = self.clock.now_s()
-        self._timings: dict = {}  # inference timings of one model per clocks and loads
-        self._timings_cost: ModelCost | None = None
+        self._timings: dict[int, tuple[ModelCost, dict]] = {}  # per model: timings per clocks and loads
 
     # ---- controls (what nvpmodel and the cap files set) ----------------------------------
     @property
@@ -242,12 +241,12 @@ class VirtualBoard:
             raise ValueError(f"the virtual {self.device.name} has no {precision!r} precision; "
                              "use fp32, fp16 or int8")
         clocks = self.silicon_clocks()
-        key = (precision, clocks, self.background_gpu_load, self.background_cpu_cores)  # of one cost
-        timing = self._timings.get(key) if self._timings_cost is cost else None
+        # per model (several streams alternate models), then per clocks and loads
+        cache = self._timings.setdefault(id(cost), (cost, {}))[1]
+        key = (precision, clocks, self.background_gpu_load, self.background_cpu_cores)
+        timing = cache.get(key)
         if timing is None:
-            if self._timings_cost is not cost:
-                self._timings, self._timings_cost = {}, cost
-            timing = self._timings[key] = self.timing(cost, precision, clocks)
+            timing = cache[key] = self.timing(cost, precision, clocks)
         timing = jittered(timing, self.params, self.rng)
         lat = timing.latency_s
         activity = Activity(

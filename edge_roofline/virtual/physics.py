@@ -88,6 +88,8 @@ class InferenceTiming:
     dram_bytes: float
     layers: tuple[LayerTiming, ...]  # nominal; this run's per-layer times are scaled by layer_scale
     layer_scale: float = 1.0
+    host_fixed_s: float = 0.0  # of host_s: the per-inference part before any kernel is enqueued
+    preempt_s: float = 0.0  # this run's host thread preemption (in latency_s)
 
     def per_layer_time_s(self) -> dict[str, float]:
         return {l.name: l.time_s * self.layer_scale for l in self.layers}
@@ -99,7 +101,8 @@ def jittered(timing: InferenceTiming, p: PhysicsParams, rng: random.Random) -> I
     scale = math.exp(rng.gauss(0.0, p.latency_jitter))
     delay_s = rng.uniform(0.0, p.preempt_max_s) if rng.random() < p.preempt_probability else 0.0
     return replace(timing, latency_s=timing.latency_s * scale + delay_s, gpu_busy_s=timing.gpu_busy_s * scale,
-                   host_s=timing.host_s * scale, layer_scale=timing.layer_scale * scale)
+                   host_s=timing.host_s * scale, layer_scale=timing.layer_scale * scale,
+                   host_fixed_s=timing.host_fixed_s * scale, preempt_s=delay_s)
 
 
 def gpu_voltage(device: DeviceSpec, p: PhysicsParams, freq_hz: float) -> float:
@@ -176,7 +179,7 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
     latency_s = host_fixed_s + max(busy_total, enqueue_s)
     return InferenceTiming(latency_s=latency_s, gpu_busy_s=busy_total, host_s=host_fixed_s + enqueue_s,
                            compute_fraction=compute_total / busy_total if busy_total > 0 else 0.0,
-                           flops=flops_total, dram_bytes=dram_total, layers=tuple(layers))
+                           flops=flops_total, dram_bytes=dram_total, layers=tuple(layers), host_fixed_s=host_fixed_s)
 
 
 @dataclass(frozen=True)

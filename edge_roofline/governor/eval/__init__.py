@@ -1,7 +1,10 @@
 """Closed-loop evaluation of the governor on the virtual Jetson (SIMULATION).
 
-A scenario (YAML, see ``load_scenario``) is a device, a model and a list of phases (input rate,
-latency target, batch, background GPU load, optionally another model). Every policy runs the
+A scenario (YAML, see ``load_scenario``) is a device and one stream (a model and a list of
+phases: input rate, latency target, batch, background GPU load, optionally another model) or
+several concurrent streams, each with its own model, rate, target and percentile, start and stop
+or phases. Its "phases" below are segments: the intervals between any two streams' events.
+Several streams' inferences share the board (``virtual.contention``). Every policy runs the
 SAME scenario on a freshly booted ``VirtualBoard`` with the same seed, on simulated time:
 
 - ``maxn``: the max-clock preset, static;
@@ -9,7 +12,8 @@ SAME scenario on a freshly booted ``VirtualBoard`` with the same seed, on simula
   MODE_30W has another TPC mask than MAXN, which needs a reboot);
 - ``best_static``: the one candidate point with the least energy per inference over the whole
   scenario among those meeting every phase's target, chosen in hindsight;
-- ``oracle``: the best candidate point per phase, chosen in hindsight, switched at phase changes;
+- ``oracle``: the best candidate point per phase, chosen in hindsight, switched at phase changes
+  (joint: the least energy where EVERY stream of the phase meets its target);
 - ``oracle_margin``: the same, held to the safety rules the governor's choices obey (percentile
   under target x (1 - margin), at most MAX_UTILISATION of the input period busy): a reference
   that prices the margin; the acceptance criteria use ``oracle``;
@@ -17,10 +21,11 @@ SAME scenario on a freshly booted ``VirtualBoard`` with the same seed, on simula
   (``platform.sample()`` power and the application's latencies).
 
 Latency is what the application sees: inputs arrive periodically at ``input_rate_hz``; one that
-arrives while the previous inference runs waits, so latency = queueing + execution. Energy per
-inference is the board's TRUE module energy (ground truth, for scoring only) over the phase or
-scenario divided by the inferences completed, idle between inferences included. An "inference"
-is one run of the model at the phase's batch.
+arrives while the stream's previous inference runs waits, so latency = queueing + execution
+(contention with the other streams included). Energy per inference is the board's TRUE module
+energy (ground truth, for scoring only) over the phase or scenario divided by the inferences
+completed (every stream's), idle between inferences included. An "inference" is one run of the
+stream's model at the phase's batch.
 
 Hindsight choices (``best_static``, ``oracle``) come from a short simulation of every candidate
 point per distinct phase workload (cached); the chosen points are then run over the full
@@ -71,8 +76,9 @@ def evaluate(scenario: Scenario, policies: tuple[str, ...] = POLICIES) -> Evalua
     hindsight = Hindsight(scenario)
     scores = {p: run_policy(p, scenario, hindsight) for p in policies}
     maxn = scores.get("maxn") or run_policy("maxn", scenario)
-    slack = tuple(float(np.percentile([r.latency_s for r in maxn.trace.inferences if r.phase == i] or [math.inf],
-                                      ph.percentile)) / ph.target_latency_s
-                  for i, ph in enumerate(scenario.phases))
+    slack = tuple(max(float(np.percentile([r.latency_s for r in maxn.trace.inferences
+                                           if r.phase == i and r.stream == name] or [math.inf],
+                                          ph.percentile)) / ph.target_latency_s for name, ph in seg.active)
+                  for i, seg in enumerate(scenario.segments))
     return Evaluation(scenario, scores, tuple(r.point.name for r in hindsight.oracle()),
                       hindsight.best_static().name, slack)

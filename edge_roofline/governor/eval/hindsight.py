@@ -1,6 +1,7 @@
 """Hindsight choices (``best_static``, ``oracle``): a short simulation of every candidate point
-per distinct phase workload (cached). The chosen points are then run over the full scenario
-like every other policy, so all reported numbers are measured the same way."""
+per distinct segment workload (cached), every stream of the segment at once (a joint oracle).
+The chosen points are then run over the full scenario like every other policy, so all reported
+numbers are measured the same way."""
 
 from __future__ import annotations
 
@@ -15,26 +16,24 @@ from ..config import GovernorConfig
 from ..points import candidate_points
 from ..policy import MAX_UTILISATION
 from .policies import StaticController
-from .scenario import Phase, Scenario
+from .scenario import Phase, Scenario, Segment, StreamSpec
 from .score import MAX_VIOLATION_RATE
 from .simulate import boot, maxn_mode_id, simulate
 
-HINDSIGHT_WARMUP_S = 1.0  # per candidate point and phase workload: run this long first ...
+HINDSIGHT_WARMUP_S = 1.0  # per candidate point and segment workload: run this long first ...
 HINDSIGHT_MEASURE_S = 3.0  # ... then measure this long
 
 
 @dataclass(frozen=True)
-class PointResult:
-    """A candidate point simulated on one phase workload (true energy)."""
+class StreamResult:
+    """One stream's latencies at a candidate point on one segment's workload."""
 
-    point: OperatingPoint
-    energy_per_inference_j: float
-    latency_percentile_s: float  # at the phase's percentile, queueing included
+    latency_percentile_s: float  # at the stream's percentile, queueing included
     inferences: int
-    violation_rate: float = 0.0  # fraction of inferences over the phase's target
+    violation_rate: float = 0.0  # fraction of inferences over the stream's target
     mean_latency_s: float = math.inf  # queueing included
 
-    def meets(self, phase: "Phase", margin: float | None = None) -> bool:
+    def meets(self, phase: Phase, margin: float | None = None) -> bool:
         """The criteria the governor is judged by: the percentile within the target and at
         most MAX_VIOLATION_RATE of inferences over it. With ``margin``: also the rules the
         governor's own choices obey (percentile under target x (1 - margin), the input period
@@ -46,6 +45,23 @@ class PointResult:
                 and self.mean_latency_s * phase.input_rate_hz <= MAX_UTILISATION)
 
 
+@dataclass(frozen=True)
+class PointResult:
+    """A candidate point simulated on one segment's workload, every active stream together (true energy)."""
+
+    point: OperatingPoint
+    energy_per_inference_j: float  # the module's, over every stream's inferences
+    streams: tuple[StreamResult, ...]  # in the segment's stream order
+
+    def meets(self, segment: Segment, margin: float | None = None) -> bool:
+        """Every active stream meets its target (``StreamResult.meets``)."""
+        return all(r.meets(ph, margin) for r, (_, ph) in zip(self.streams, segment.active))
+
+    def lateness(self, segment: Segment) -> float:
+        """The worst stream's percentile relative to its target (the fallback's order)."""
+        return max(r.latency_percentile_s / ph.target_latency_s for r, (_, ph) in zip(self.streams, segment.active))
+
+
 def candidates(scenario: Scenario) -> list[OperatingPoint]:
     """The governor's candidate set on the board as the governor finds it (booted in MAXN)."""
     _, platform, _ = boot(scenario, maxn_mode_id(scenario))
@@ -54,55 +70,59 @@ def candidates(scenario: Scenario) -> list[OperatingPoint]:
 
 
 class Hindsight:
-    """Simulates every candidate point on each distinct phase workload (cached)."""
+    """Simulates every candidate point on each distinct segment workload (cached): all the
+    segment's streams at once, so the choice accounts for their contention."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.candidates = candidates(scenario)
         self._cache: dict[tuple, list[PointResult]] = {}
 
-    def phase_results(self, phase: Phase) -> list[PointResult]:
-        key = (self.scenario.phase_model(phase), phase.batch, phase.input_rate_hz,
-               phase.background_gpu_load, phase.percentile)
+    def phase_results(self, segment: Segment) -> list[PointResult]:
+        key = segment.workload_key()
         if key not in self._cache:
-            self._cache[key] = [self._simulate_point(point, phase) for point in self.candidates]
+            self._cache[key] = [self._simulate_point(point, segment) for point in self.candidates]
         return self._cache[key]
 
-    def _simulate_point(self, point: OperatingPoint, phase: Phase) -> PointResult:
+    def _simulate_point(self, point: OperatingPoint, segment: Segment) -> PointResult:
         s = self.scenario
         mode = point.nvpmodel_id if point.nvpmodel_id is not None else maxn_mode_id(s)
-        warmup = replace(phase, duration_s=HINDSIGHT_WARMUP_S)
-        measure = replace(phase, duration_s=HINDSIGHT_MEASURE_S)
-        trace = simulate(s, mode, StaticController(point), sample_hz=None, step_s=None,
-                         phases=(warmup, measure))
-        measured = [r.latency_s for r in trace.inferences if r.phase == 1]
-        lat = np.array(measured or [math.inf])
-        return PointResult(point, trace.phase_energy_j[1] / max(len(measured), 1),
-                           float(np.percentile(lat, phase.percentile)), len(measured),
-                           float(np.mean(lat > phase.target_latency_s)), float(lat.mean()))
+        streams = tuple(StreamSpec(name, (replace(ph, duration_s=HINDSIGHT_WARMUP_S),
+                                          replace(ph, duration_s=HINDSIGHT_MEASURE_S)))
+                        for name, ph in segment.active)
+        trace = simulate(s, mode, StaticController(point), sample_hz=None, step_s=None, streams=streams)
+        results, total = [], 0
+        for name, ph in segment.active:
+            measured = [r.latency_s for r in trace.inferences if r.phase == 1 and r.stream == name]
+            lat = np.array(measured or [math.inf])
+            total += len(measured)
+            results.append(StreamResult(float(np.percentile(lat, ph.percentile)), len(measured),
+                                        float(np.mean(lat > ph.target_latency_s)), float(lat.mean())))
+        return PointResult(point, trace.phase_energy_j[1] / max(total, 1), tuple(results))
 
     def oracle(self, margin: float | None = None) -> list[PointResult]:
-        """Per phase: the least energy per inference among points meeting its target as the
-        governor must (percentile and violation rate; the fastest point when none does).
-        ``margin``: held to the governor's safety rules too (``PointResult.meets``)."""
+        """Per segment: the least energy per inference (the least module energy at the segment's
+        rates) among points where every stream meets its target as the governor must
+        (percentile and violation rate; the point least late when none does). ``margin``: held
+        to the governor's safety rules too (``StreamResult.meets``)."""
         out = []
-        for phase in self.scenario.phases:
-            results = self.phase_results(phase)
-            ok = [r for r in results if r.meets(phase, margin)]
+        for segment in self.scenario.segments:
+            results = self.phase_results(segment)
+            ok = [r for r in results if r.meets(segment, margin)]
             out.append(min(ok, key=lambda r: r.energy_per_inference_j) if ok
-                       else min(results, key=lambda r: r.latency_percentile_s))
+                       else min(results, key=lambda r: r.lateness(segment)))
         return out
 
     def best_static(self) -> OperatingPoint:
         """One point for the whole scenario: least total energy among points meeting every
-        phase's target (else the point with the fewest phases missed, then least energy)."""
-        phases = self.scenario.phases
-        per_phase = [self.phase_results(p) for p in phases]
+        segment's targets (else the point with the fewest segments missed, then least energy)."""
+        segments = self.scenario.segments
+        per_segment = [self.phase_results(g) for g in segments]
 
         def score(j: int):
-            missed = sum(not res[j].meets(p) for res, p in zip(per_phase, phases))
-            energy = sum(res[j].energy_per_inference_j * p.input_rate_hz * p.duration_s
-                         for res, p in zip(per_phase, phases))
+            missed = sum(not res[j].meets(g) for res, g in zip(per_segment, segments))
+            energy = sum(res[j].energy_per_inference_j * sum(p.input_rate_hz for _, p in g.active) * g.duration_s
+                         for res, g in zip(per_segment, segments))
             return missed, energy
 
         return self.candidates[min(range(len(self.candidates)), key=score)]

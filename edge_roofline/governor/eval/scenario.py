@@ -1,17 +1,27 @@
-"""A scenario (YAML, see ``load_scenario``): a device, a model and a list of phases (input rate,
-latency target, batch, background GPU load, optionally another model), validated so every
-error names the file, the key and the fix."""
+"""A scenario (YAML, see ``load_scenario``), validated so every error names the file, the key
+and the fix. Two forms:
+
+- one stream: a device, a model and a list of phases (input rate, latency target, batch,
+  background GPU load, optionally another model);
+- several concurrent streams (``streams:``): each with a name, its own model, rate, target and
+  percentile, optionally ``start_s``/``stop_s`` or its own ``phases``, over ``duration_s``.
+
+Internally both are a list of ``StreamSpec`` (the first form is the one stream "default"), cut
+into ``Segment``s: the intervals between any two stream events (start, stop, phase change)."""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 from edge_roofline.paths import config_dirs
 
-from ..config import ConfigError, GovernorConfig
+from ..config import DEFAULT_STREAM, ConfigError, GovernorConfig
 
 
 class ScenarioError(ValueError):
@@ -36,24 +46,87 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class StreamSpec:
+    """One stream: its phases (model set in each) back to back from ``start_s``."""
+
+    name: str
+    phases: tuple[Phase, ...]
+    start_s: float = 0.0
+
+    @property
+    def phase_starts_s(self) -> list[float]:
+        """Start of each phase, then the stream's stop."""
+        return list(self.start_s + np.cumsum([0.0] + [p.duration_s for p in self.phases]))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """An interval without a stream event inside: the streams running and each one's phase."""
+
+    start_s: float
+    end_s: float
+    active: tuple[tuple[str, Phase], ...]  # (stream name, its phase), in scenario stream order
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def background_gpu_load(self) -> float:
+        return sum(p.background_gpu_load for _, p in self.active)
+
+    def workload_key(self) -> tuple:
+        return tuple((n, p.model, p.batch, p.input_rate_hz, p.percentile, p.target_latency_ms,
+                      p.background_gpu_load) for n, p in self.active)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     device: str
-    model: str
+    model: str  # the single-stream form's model ("" with ``streams``)
     precision: str
-    phases: tuple[Phase, ...]
+    phases: tuple[Phase, ...]  # the single-stream form's phases (() with ``streams``)
     seed: int = 0
     physics_perturbation: float = 0.0
     physics_scale: Mapping[str, float] = field(default_factory=dict)  # PhysicsParams factors (board only)
     governor: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    streams: tuple[StreamSpec, ...] = ()  # the several-streams form
 
     def phase_model(self, phase: Phase) -> str:
         return phase.model or self.model
 
     @property
+    def multi_stream(self) -> bool:
+        return bool(self.streams)
+
+    @cached_property
+    def stream_specs(self) -> tuple[StreamSpec, ...]:
+        """Every stream; the single-stream form is the one stream ``default``."""
+        if self.streams:
+            return self.streams
+        return (StreamSpec(DEFAULT_STREAM, tuple(replace(p, model=self.phase_model(p)) for p in self.phases)),)
+
+    @cached_property
+    def segments(self) -> tuple[Segment, ...]:
+        return segments_of(self.stream_specs)
+
+    @property
     def duration_s(self) -> float:
-        return sum(p.duration_s for p in self.phases)
+        return self.segments[-1].end_s
+
+
+def segments_of(streams: tuple[StreamSpec, ...]) -> tuple[Segment, ...]:
+    """Cut the streams' time line at every start, stop and phase change."""
+    per_stream = [s.phase_starts_s for s in streams]
+    bounds = sorted({0.0, *(t for starts in per_stream for t in starts)})
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        active = tuple((s.name, s.phases[i]) for s, starts in zip(streams, per_stream)
+                       for i in range(len(s.phases)) if starts[i] <= a < starts[i + 1])
+        out.append(Segment(a, b, active))
+    return tuple(out)
 
 
 _PHASE_REQUIRED = ("duration_s", "input_rate_hz", "target_latency_ms")
@@ -61,7 +134,10 @@ _SCENARIO_REQUIRED = ("device", "model", "precision", "phases")
 
 
 def _check_keys(data: Mapping, cls, required: tuple[str, ...], where: str, skip=("name",)) -> None:
-    known = [f.name for f in fields(cls) if f.name not in skip]
+    _refuse_unknown(data, tuple(f.name for f in fields(cls) if f.name not in skip), where, required)
+
+
+def _refuse_unknown(data: Mapping, known: tuple[str, ...], where: str, required: tuple[str, ...] = ()) -> None:
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ScenarioError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed keys: "
@@ -118,6 +194,79 @@ def _check_model(model: str, where: str, base: Path | None) -> str:
                         f"nor an existing .onnx file")
 
 
+_MULTI_KEYS = ("device", "precision", "duration_s", "streams", "seed", "physics_perturbation", "physics_scale",
+               "governor", "description")
+_STREAM_PHASE_KEYS = ("duration_s", "model", "input_rate_hz", "target_latency_ms", "percentile", "batch")
+_STREAM_KEYS = ("name", "start_s", "stop_s", "phases") + _STREAM_PHASE_KEYS[1:]
+
+
+def _stream(data: Any, where: str, duration_s: float, base: Path | None) -> StreamSpec:
+    """One entry of ``streams:``: either its own ``phases`` or one model/rate/target from
+    ``start_s`` to ``stop_s`` (default: the whole scenario)."""
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: a stream must be a mapping of keys, got {data!r}")
+    name = data.get("name")
+    named = f"{where} ({name})" if isinstance(name, str) else where
+    _refuse_unknown(data, _STREAM_KEYS, named, ("name",))
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise ScenarioError(f"{where}: name must be letters, digits and _ (it names the governor's stream), "
+                            f"got {name!r}")
+    where = named
+    start_s = _number(data, "start_s", where, low=0) if "start_s" in data else 0.0
+    if "phases" in data:
+        inline = sorted(set(data) - {"name", "start_s", "phases"})
+        if inline:
+            raise ScenarioError(f"{where}: {', '.join(inline)} beside phases; put them into each phase "
+                                "(a stream with phases stops after its last phase)")
+        if not isinstance(data["phases"], list) or not data["phases"]:
+            raise ScenarioError(f"{where}: phases must be a non-empty list of phase mappings")
+        raw = list(data["phases"])
+        for i, ph in enumerate(raw):
+            if isinstance(ph, Mapping):
+                _refuse_unknown(ph, _STREAM_PHASE_KEYS, f"{where}: phases[{i}]", ("model",))
+    else:
+        stop_s = _number(data, "stop_s", where, low=0, low_open=True) if "stop_s" in data else duration_s
+        if stop_s <= start_s:
+            raise ScenarioError(f"{where}: stop_s ({stop_s}) must be after start_s ({start_s})")
+        _refuse_unknown(data, _STREAM_KEYS, where, ("model", "input_rate_hz", "target_latency_ms"))
+        raw = [{k: data[k] for k in _STREAM_PHASE_KEYS if k in data} | {"duration_s": stop_s - start_s}]
+    phases = _phases(raw, where, base)
+    stream = StreamSpec(name, phases, start_s)
+    if stream.phase_starts_s[-1] > duration_s + 1e-9:
+        raise ScenarioError(f"{where}: runs until {stream.phase_starts_s[-1]:g} s, after the scenario's "
+                            f"duration_s ({duration_s:g} s); shorten it or raise duration_s")
+    return stream
+
+
+def _phases(raw: Any, where: str, base: Path | None) -> tuple[Phase, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError(f"{where}: phases must be a non-empty list of phase mappings")
+    phases = tuple(_phase(p, f"{where}: phases[{i}]") for i, p in enumerate(raw))
+    return tuple(replace(p, model=_check_model(p.model, f"{where}: phases[{i}]", base)) if p.model else p
+                 for i, p in enumerate(phases))
+
+
+def _multi_stream(data: Mapping, name: str, base: Path | None) -> dict:
+    """The ``streams:`` form's own keys, checked: {streams, duration_s}."""
+    if "model" in data or "phases" in data:
+        raise ScenarioError(f"{name}: model/phases beside streams; give each stream its model (and phases) "
+                            "or drop streams for the single-stream form")
+    _refuse_unknown(data, _MULTI_KEYS, name, ("device", "precision", "duration_s", "streams"))
+    duration_s = _number(data, "duration_s", name, low=0, low_open=True)
+    if not isinstance(data["streams"], list) or not data["streams"]:
+        raise ScenarioError(f"{name}: streams must be a non-empty list of stream mappings")
+    streams = tuple(_stream(s, f"{name}: streams[{i}]", duration_s, base) for i, s in enumerate(data["streams"]))
+    names = [s.name for s in streams]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"{name}: streams: names must be unique, got {', '.join(names)}")
+    gaps = [f"{g.start_s:g}-{g.end_s:g} s" for g in segments_of(streams) if not g.active]
+    end_s = max(s.phase_starts_s[-1] for s in streams)
+    if gaps or not math.isclose(end_s, duration_s):
+        raise ScenarioError(f"{name}: no stream runs at {', '.join(gaps) or f'{end_s:g}-{duration_s:g} s'}; "
+                            "let a stream run at every moment up to duration_s")
+    return {"streams": streams, "model": "", "phases": ()}
+
+
 def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = None) -> Scenario:
     """Validate ``data`` (a parsed scenario) into a ``Scenario``; errors name ``name`` and the key."""
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device
@@ -125,7 +274,12 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
 
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{name}: a scenario must be a mapping of keys, got {type(data).__name__}")
-    _check_keys(data, Scenario, _SCENARIO_REQUIRED, name)
+    if "streams" in data:
+        form = _multi_stream(data, name, base)
+    else:
+        _check_keys(data, Scenario, _SCENARIO_REQUIRED, name, skip=("name", "streams"))
+        form = {"streams": (), "model": _check_model(str(data["model"]), name, base),
+                "phases": _phases(data["phases"], name, base)}
     device = data["device"]
     if device not in CALIBRATION:
         try:
@@ -138,12 +292,6 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     if data["precision"] not in precisions:
         raise ScenarioError(f"{name}: precision {data['precision']!r} not available on {device}; "
                             f"use one of {', '.join(precisions)}")
-    if not isinstance(data["phases"], list) or not data["phases"]:
-        raise ScenarioError(f"{name}: phases must be a non-empty list of phase mappings")
-    phases = tuple(_phase(p, f"{name}: phases[{i}]") for i, p in enumerate(data["phases"]))
-    model = _check_model(str(data["model"]), name, base)
-    phases = tuple(replace(p, model=_check_model(p.model, f"{name}: phases[{i}]", base)) if p.model else p
-                   for i, p in enumerate(phases))
     seed = _number(data, "seed", name, kind=int) if "seed" in data else 0
     perturbation = _number(data, "physics_perturbation", name, low=0, high=0.9) \
         if "physics_perturbation" in data else 0.0
@@ -157,15 +305,16 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     governor = data.get("governor") or {}
     if not isinstance(governor, Mapping):
         raise ScenarioError(f"{name}: governor must be a mapping of GovernorConfig keys, got {governor!r}")
+    if "streams" in governor:
+        raise ScenarioError(f"{name}: governor: streams comes from the scenario (its streams and their targets); "
+                            "drop it from governor")
     try:
         GovernorConfig.from_dict(governor)
     except ConfigError as exc:
         raise ScenarioError(f"{name}: governor: {exc}") from None
-    description = data.get("description", "")
-    return Scenario(name=name, device=device, model=model, precision=data["precision"], phases=phases,
-                    seed=seed, physics_perturbation=perturbation, physics_scale=dict(physics_scale),
-                    governor=dict(governor),
-                    description=str(description))
+    return Scenario(name=name, device=device, precision=data["precision"], seed=seed,
+                    physics_perturbation=perturbation, physics_scale=dict(physics_scale), governor=dict(governor),
+                    description=str(data.get("description", "")), **form)
 
 
 def resolve_scenario_path(name_or_path: str | Path) -> Path:

@@ -4,18 +4,18 @@ controller's steps, with the board's true energy per phase."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from edge_roofline.clock import SimClock
 from edge_roofline.roofline.ceilings import max_clock_preset
 
-from .scenario import Phase, Scenario
-from .workload import Workload, workload
+from ..config import DEFAULT_STREAM
+from .scenario import Phase, Scenario, Segment, StreamSpec, segments_of
+from .workload import workload
 
 SAMPLE_HZ = 50.0  # power sampling rate (platform.sample())
 STEP_S = 0.1  # governor step period
@@ -23,9 +23,10 @@ STEP_S = 0.1  # governor step period
 
 @dataclass
 class InferenceRecord:
-    phase: int
+    phase: int  # the segment (phase of the whole scenario) it arrived in
     arrival_s: float
     end_s: float
+    stream: str = DEFAULT_STREAM
 
     @property
     def latency_s(self) -> float:
@@ -39,7 +40,7 @@ class Trace:
     inferences: list[InferenceRecord] = field(default_factory=list)
     power: list[tuple[float, float]] = field(default_factory=list)  # (t, sampled module W)
     points: list[tuple[float, str]] = field(default_factory=list)  # (t, operating point in force)
-    phase_energy_j: list[float] = field(default_factory=list)  # true, per phase
+    phase_energy_j: list[float] = field(default_factory=list)  # true, per segment
     phase_start_s: list[float] = field(default_factory=list)
     switches: int = 0
     decisions: list[tuple[float, str, str]] = field(default_factory=list)  # (t, point, why)
@@ -51,14 +52,14 @@ class Controller:
     def __init__(self) -> None:
         self.decisions: list[tuple[float, str, str]] = []  # (t, point applied, why)
 
-    def start(self, platform, clock, scenario: Scenario, phase: Phase, work: Workload) -> None:
+    def start(self, platform, clock, scenario: Scenario, segment: Segment) -> None:
         pass
 
-    def phase_change(self, index: int, phase: Phase, work: Workload, changed_workload: bool, now_s: float) -> None:
+    def phase_change(self, index: int, segment: Segment, now_s: float) -> None:
         pass
 
-    def observe_inference(self, latency_s: float, now_s: float) -> None:
-        pass
+    def observe_inference(self, latency_s: float, now_s: float, stream: str, model_id: str) -> None:
+        """One inference of ``stream`` ended; ``model_id`` as its InferenceStats would carry it."""
 
     def observe_power(self, power_w: float, now_s: float, temperatures_c: dict) -> None:
         pass
@@ -87,20 +88,41 @@ def maxn_mode_id(scenario: Scenario) -> int:
     return max_clock_preset(scenario.device).mode_id
 
 
+def model_id(phase: Phase) -> str:
+    """The model id a stream's stats carry in ``phase`` (another batch is another engine)."""
+    return phase.model if phase.batch == 1 else f"{phase.model}@batch{phase.batch}"
+
+
+def _arrivals(stream: StreamSpec, seg_starts: list[float]) -> deque[tuple[float, int]]:
+    """(arrival, segment) of every input of ``stream``: periodic from each of its phases' start."""
+    out: deque[tuple[float, int]] = deque()
+    starts = stream.phase_starts_s
+    for i, p in enumerate(stream.phases):
+        first, last = bisect.bisect_left(seg_starts, starts[i]), bisect.bisect_left(seg_starts, starts[i + 1]) - 1
+        for k in range(int(math.ceil(p.duration_s * p.input_rate_hz - 1e-9))):
+            t = starts[i] + k / p.input_rate_hz
+            out.append((t, min(max(bisect.bisect_right(seg_starts, t) - 1, first), last)))
+    return out
+
+
 def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample_hz: float | None = SAMPLE_HZ,
-             step_s: float | None = STEP_S, phases: tuple[Phase, ...] | None = None) -> Trace:
-    """Run ``phases`` (default: the scenario's) on a board booted in ``mode_id`` under
-    ``controller``. ``sample_hz``/``step_s`` None: no power sampling / no controller steps."""
-    phases = phases or scenario.phases
+             step_s: float | None = STEP_S, streams: tuple[StreamSpec, ...] | None = None) -> Trace:
+    """Run ``streams`` (default: the scenario's) on a board booted in ``mode_id`` under
+    ``controller``. ``sample_hz``/``step_s`` None: no power sampling / no controller steps.
+    Each stream's inputs queue behind its own running inference; different streams' inferences
+    run at once and share the board (``virtual.contention``)."""
+    from edge_roofline.virtual.contention import Contention
+
+    segments = scenario.segments if streams is None else segments_of(streams)
+    streams = scenario.stream_specs if streams is None else streams
     board, platform, clock = boot(scenario, mode_id)
     rng = random.Random(scenario.seed + 1)
-    works = [workload(scenario, p) for p in phases]
-    starts = list(np.cumsum([0.0] + [p.duration_s for p in phases]))
+    works = [{name: workload(scenario, p) for name, p in seg.active} for seg in segments]
+    starts = [seg.start_s for seg in segments] + [segments[-1].end_s]
     end_s = starts[-1]
-    arrivals: deque[tuple[float, int]] = deque()
-    for i, p in enumerate(phases):
-        n = int(math.ceil(p.duration_s * p.input_rate_hz - 1e-9))
-        arrivals.extend((starts[i] + k / p.input_rate_hz, i) for k in range(n))
+    queues = {s.name: _arrivals(s, starts[:-1]) for s in streams}
+    running: dict[str, tuple[float, int]] = {}  # stream -> (arrival, segment) of its inference in flight
+    shared = Contention(board)
     trace = Trace(phase_start_s=starts[:-1])
 
     def sample_period() -> float:
@@ -114,7 +136,7 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
     energy_mark = board.energy_j
 
     def enter_phase(i: int) -> None:
-        board.background_gpu_load = phases[i].background_gpu_load
+        board.background_gpu_load = segments[i].background_gpu_load
 
     def note_point() -> None:
         name = platform.current_operating_point().name
@@ -122,14 +144,14 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
             trace.points.append((board.now_s, name))
 
     enter_phase(0)
-    controller.start(platform, clock, scenario, phases[0], works[0])
+    controller.start(platform, clock, scenario, segments[0])
     note_point()
 
     def advance_handling(until_s: float, activity=None) -> None:
         """Advance to ``until_s``, handling samples, steps and phase changes on the way."""
         nonlocal next_sample, next_step, phase_idx, energy_mark
         while True:
-            next_phase = starts[phase_idx + 1] if phase_idx + 1 < len(phases) else math.inf
+            next_phase = starts[phase_idx + 1] if phase_idx + 1 < len(segments) else math.inf
             t = min(next_sample, next_step, next_phase, until_s)
             if t > board.now_s:
                 board.advance(t - board.now_s, activity)
@@ -140,9 +162,7 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
                 energy_mark = board.energy_j
                 phase_idx += 1
                 enter_phase(phase_idx)
-                prev, cur = phases[phase_idx - 1], phases[phase_idx]
-                changed = (scenario.phase_model(prev), prev.batch) != (scenario.phase_model(cur), cur.batch)
-                controller.phase_change(phase_idx, cur, works[phase_idx], changed, t)
+                controller.phase_change(phase_idx, segments[phase_idx], t)
                 note_point()
             elif t == next_sample:
                 s = platform.sample()
@@ -156,25 +176,45 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
             if t >= until_s:
                 return
 
-    while arrivals or board.now_s < end_s:
-        if not arrivals:
-            advance_handling(end_s)
-            break
-        arrival_s, i = arrivals[0]
-        if arrival_s > board.now_s:
-            advance_handling(min(arrival_s, end_s))
-            if arrival_s >= end_s:
+    def start_arrived() -> None:
+        """Every idle stream whose next input has arrived starts it (none after the end)."""
+        if board.now_s >= end_s:
+            return
+        for name, queue in queues.items():
+            if name not in running and queue and queue[0][0] <= board.now_s:
+                running[name] = queue.popleft()
+                timing, activity = board.prepare_inference(works[running[name][1]][name].cost, scenario.precision)
+                shared.start(name, timing, activity, board.now_s)
+
+    while True:
+        start_arrived()
+        waiting = min((q[0][0] for n, q in queues.items() if n not in running and q), default=math.inf)
+        if not running:
+            if waiting == math.inf:
+                advance_handling(end_s)
+                break
+            if board.now_s >= end_s:
+                break
+            advance_handling(min(waiting, end_s))
+            if waiting >= end_s:
                 break
             continue
-        if board.now_s >= end_s:
-            break
-        arrivals.popleft()
-        timing, activity = board.prepare_inference(works[i].cost, scenario.precision)
-        advance_handling(board.now_s + timing.latency_s, activity)  # sensors read mid-inference
-        board.finish_inference()
-        record = InferenceRecord(i, arrival_s, board.now_s)
-        trace.inferences.append(record)
-        controller.observe_inference(record.latency_s, board.now_s)
+        t, stage_change = shared.next_event_s()
+        if waiting < t and board.now_s < end_s:
+            advance_handling(waiting, shared.activity())
+            continue
+        advance_handling(t, shared.activity())  # sensors read mid-inference
+        if stage_change:
+            shared.stage_change(t)
+            continue
+        for name in shared.ended(t):
+            board.finish_inference()
+            shared.finish(name, t)
+            arrival_s, seg = running.pop(name)
+            record = InferenceRecord(seg, arrival_s, board.now_s, name)
+            trace.inferences.append(record)
+            controller.observe_inference(record.latency_s, board.now_s, name,
+                                         model_id(dict(segments[seg].active)[name]))
     trace.phase_energy_j.append(board.energy_j - energy_mark)
     # Inferences still running at the end are not counted; their energy falls in the last phase.
     trace.switches = controller.finish()

@@ -9,7 +9,8 @@ from .score import Evaluation
 
 
 def format_evaluation(ev: Evaluation) -> str:
-    """The per-scenario table (policy, energy/inference, ratios, violations, p95, switches)."""
+    """The per-scenario table (policy, energy/inference, ratios, violations, p95, switches; with
+    several streams also each policy's total energy and each stream's p95 and violations)."""
     s = ev.scenario
     lines = [f"governor evaluation -- SIMULATION on a virtual {s.device} "
              f"(physics perturbation {s.physics_perturbation:.0%}, seed {s.seed}): {s.name}",
@@ -20,6 +21,9 @@ def format_evaluation(ev: Evaluation) -> str:
         lines.append(f"{name:<12} {sc.energy_per_inference_j * 1e3:>12.1f} {ev.ratio(name, 'oracle'):>9.3f} "
                      f"{ev.ratio(name, 'maxn'):>8.3f} {sc.violation_rate:>10.2%} {sc.p95_latency_ms:>8.2f} "
                      f"{sc.switches:>8d}  {points}")
+        if s.multi_stream:  # the violation rate above is the worst stream's
+            lines.append(f"{'':<12} {sc.energy_j:>10.1f} J  per stream (p95 ms, violations): " + "; ".join(
+                f"{st.name} {st.p95_latency_ms:.2f}, {st.violation_rate:.2%}" for st in sc.streams))
     verdicts = []
     for key, c in ev.criteria().items():
         if c.get("applies", True):
@@ -27,7 +31,7 @@ def format_evaluation(ev: Evaluation) -> str:
                             f"{'PASS' if c['passed'] else 'FAIL'}")
         else:
             verdicts.append(f"{key} {c['value']:.3f} (n/a: MAXN uses over half the target)")
-    lines.append("criteria (issue #6): " + "; ".join(verdicts))
+    lines.append(f"criteria (issue #{13 if s.multi_stream else 6}): " + "; ".join(verdicts))
     return "\n".join(lines)
 
 
@@ -38,7 +42,8 @@ def format_summary(evaluations: list[Evaluation]) -> str:
     head = f"{'scenario':<22} {'oracle mJ':>9} " + " ".join(f"{p + '/or':>14}" for p in policies if p != "oracle")
     margin = "oracle_margin" in policies
     head += (f" {'gov/or_margin':>13}" if margin else "") + f" {'gov/MAXN':>8} {'gov viol':>8} {'gov sw':>6}  verdict"
-    lines = ["SIMULATION (virtual Jetson): energy per inference relative to the per-phase oracle", head]
+    lines = ["SIMULATION (virtual Jetson): energy per inference relative to the per-phase oracle "
+             "(several streams: the joint one; gov viol: the worst stream's)", head]
     for ev in evaluations:
         gov = ev.scores.get("governor")
         row = f"{Path(ev.scenario.name).stem:<22} {ev.scores['oracle'].energy_per_inference_j * 1e3:>9.1f} "

@@ -1,5 +1,7 @@
 """The governor's acceptance on a shipped scenario, every policy on one board (SIMULATION)."""
 
+import pytest
+
 from edge_roofline.governor.eval import evaluate, load_scenario
 
 
@@ -12,3 +14,30 @@ def test_governor_meets_the_criteria_on_a_shipped_scenario():
     assert c["saving_vs_maxn"]["applies"] and c["saving_vs_maxn"]["value"] >= 0.15
     assert ev.scores["oracle"].energy_per_inference_j <= ev.scores["maxn"].energy_per_inference_j
     assert ev.scores["oracle"].energy_per_inference_j <= 1.01 * ev.scores["best_static"].energy_per_inference_j
+
+
+@pytest.fixture(scope="module")
+def two_streams():
+    return evaluate(load_scenario("ms_agx_two"))
+
+
+def test_multi_stream_scenario_scores_every_stream_against_the_joint_oracle(two_streams):
+    ev = two_streams
+    c = ev.criteria()
+    for sc in ev.scores.values():
+        assert [st.name for st in sc.streams] == ["detector", "classifier"]
+        assert sc.violation_rate == max(st.violation_rate for st in sc.streams)
+        assert sc.energy_j > 0 and sc.energy_per_inference_j * sum(st.inferences for st in sc.streams) == \
+            pytest.approx(sc.energy_j)
+    assert ev.scores["oracle"].energy_j <= ev.scores["maxn"].energy_j
+    assert ev.scores["oracle"].energy_per_inference_j <= 1.01 * ev.scores["best_static"].energy_per_inference_j
+    assert ev.scores["oracle"].violation_rate <= 0.01
+    # the governor's acceptance (issue 13) but for energy vs the joint oracle, tested below
+    assert c["violation_rate"]["value"] <= 0.01
+    assert c["saving_vs_maxn"]["applies"] and c["saving_vs_maxn"]["value"] >= 0.15
+
+
+@pytest.mark.xfail(strict=True, reason="measured 1.080 x the joint oracle on ms_agx_two: the multi-stream core settles "
+                                       "on a higher CPU cap (cpu2202) than the oracle's cpu576; docs/governor_eval.md")
+def test_governor_within_5_percent_of_the_joint_oracle_on_a_multi_stream_scenario(two_streams):
+    assert two_streams.criteria()["energy_vs_oracle"]["value"] <= 1.05
