@@ -10,16 +10,23 @@ YAML layout (every key optional)::
     prior_table: sweep_out/operating_points_resnet50_fp16.json   # start from a sweep's measurements
     points: {cpu_steps: 4, gpu_steps: 4, emc_steps: 3, core_options: [12, 6]}
     safety: {stale_telemetry_s: 1.0, thermal_limit_c: 95.0}
+    # Several networks at once: each stream has its own target; one operating point serves all.
+    # Without streams, one stream named "default" holds target_latency_ms at percentile.
+    streams:
+      - {name: detector, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}
+      - {name: segmenter, stats_topic: /seg/inference/stats, target_latency_ms: 100}
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 MODES = ("off", "advise", "active")
+DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 
 class ConfigError(ValueError):
@@ -100,6 +107,81 @@ class SafetyConfig:
 
 
 @dataclass(frozen=True)
+class StreamConfig:
+    """One network the governor holds a target for. ``stats_topic`` and ``model`` are read by the
+    node only: where the stream's InferenceStats come from ("" = ``<name>/inference/stats``) and
+    an ONNX path or zoo:NAME whose roofline to use whatever the stream reports ("" = follow
+    ``InferenceStats.model_id``)."""
+
+    name: str = ""
+    target_latency_ms: float = math.nan
+    percentile: float = 95.0
+    stats_topic: str = ""
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", self.name or ""):
+            raise ConfigError(f"stream name must be letters, digits and _ (it names topics and services), "
+                              f"got {self.name!r}")
+        if not (self.target_latency_ms > 0 and math.isfinite(self.target_latency_ms)):
+            raise ConfigError(f"stream {self.name}: target_latency_ms must be a number > 0, "
+                              f"got {self.target_latency_ms}")
+        if not 0 < self.percentile <= 100:
+            raise ConfigError(f"stream {self.name}: percentile must be in (0, 100], got {self.percentile}")
+
+    @property
+    def target_latency_s(self) -> float:
+        return self.target_latency_ms / 1e3
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "StreamConfig":
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"each stream must be a mapping like {{name: detector, target_latency_ms: 30}}, "
+                              f"got {data!r}")
+        # An unknown key first (a misspelt target is also a missing one): dataclass_from_dict names it.
+        if set(data) <= {f.name for f in fields(cls)} and not {"name", "target_latency_ms"} <= set(data):
+            raise ConfigError(f"stream {dict(data)!r}: name and target_latency_ms are required")
+        return dataclass_from_dict(cls, data, f"stream {data.get('name')!r}")
+
+
+def parse_streams(text: str) -> tuple[StreamConfig, ...]:
+    """Streams from YAML flow text (``[{name: det, target_latency_ms: 30}]``) or from a YAML file
+    holding that list or ``{streams: [...]}``; "" gives none."""
+    import yaml
+
+    text = (text or "").strip()
+    if not text:
+        return ()
+    where = "streams"
+    if not text.startswith(("[", "{")) and Path(text).expanduser().is_file():
+        where = f"streams file {text}"
+        try:
+            text = Path(text).expanduser().read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {where}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where} is not valid YAML ({str(exc).splitlines()[0]}); write e.g. "
+                          f"[{{name: detector, target_latency_ms: 30}}]") from None
+    if isinstance(data, Mapping) and "streams" in data:
+        data = data["streams"]
+    if not isinstance(data, list) or not data:
+        raise ConfigError(f"{where} must be a non-empty list like [{{name: detector, target_latency_ms: 30}}] "
+                          f"(a file path, or YAML text), got {text[:60]!r}")
+    return streams_from_list(data)
+
+
+def streams_from_list(data) -> tuple[StreamConfig, ...]:
+    streams = tuple(s if isinstance(s, StreamConfig) else StreamConfig.from_dict(s) for s in data)
+    names = [s.name for s in streams]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"stream name(s) used twice: {', '.join(repeated)}; give each stream its own name")
+    return streams
+
+
+@dataclass(frozen=True)
 class GovernorConfig:
     """What the governor aims for and how cautiously it moves."""
 
@@ -119,6 +201,8 @@ class GovernorConfig:
     rate_change_rel: float = 0.3  # input rate change that restarts exploration
     state_path: str = ""  # JSON record of the point found at start ("" = none)
     prior_table: str = ""  # operating-point table of this model from `edge-roofline sweep` ("" = none)
+    stream_timeout_s: float = 3.0  # a stream silent this long leaves the constraint set until it is back
+    streams: tuple[StreamConfig, ...] = ()  # empty: one stream "default" with the target above
     points: PointGridConfig = field(default_factory=PointGridConfig)
     safety: SafetyConfig = field(default_factory=SafetyConfig)
 
@@ -131,20 +215,48 @@ class GovernorConfig:
             raise ConfigError(f"percentile must be in (0, 100], got {self.percentile}")
         if not 0 <= self.margin < 1:
             raise ConfigError(f"margin must be in [0, 1), got {self.margin}")
+        object.__setattr__(self, "streams", streams_from_list(self.streams))
 
     @property
     def target_latency_s(self) -> float:
         return self.target_latency_ms / 1e3
 
-    def with_target(self, latency_ms: float, percentile: float) -> "GovernorConfig":
-        return replace(self, target_latency_ms=float(latency_ms), percentile=float(percentile))
+    @property
+    def stream_configs(self) -> tuple[StreamConfig, ...]:
+        return self.streams or (StreamConfig(DEFAULT_STREAM, self.target_latency_ms, self.percentile),)
+
+    def stream_name(self, stream: str | None) -> str:
+        """``stream``, checked; ``None`` or "": the only stream (refused when there are several)."""
+        names = [s.name for s in self.stream_configs]
+        if not stream:
+            if len(names) > 1:
+                raise ConfigError(f"name the stream: one of {', '.join(names)}")
+            return names[0]
+        if stream not in names:
+            raise ConfigError(f"no stream {stream!r}; streams: {', '.join(names)}")
+        return stream
+
+    def with_target(self, latency_ms: float, percentile: float, stream: str | None = None) -> "GovernorConfig":
+        name = self.stream_name(stream)
+        if not self.streams:
+            return replace(self, target_latency_ms=float(latency_ms), percentile=float(percentile))
+        return replace(self, streams=tuple(replace(s, target_latency_ms=float(latency_ms), percentile=float(percentile))
+                                           if s.name == name else s for s in self.streams))
+
+    def stream(self, name: str) -> StreamConfig:
+        return next(s for s in self.stream_configs if s.name == self.stream_name(name))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "GovernorConfig":
         data = dict(data or {})
         points = PointGridConfig.from_dict(data.pop("points", None))
         safety = SafetyConfig.from_dict(data.pop("safety", None))
-        return replace(dataclass_from_dict(cls, data, "governor"), points=points, safety=safety)
+        streams = data.pop("streams", None) or ()
+        if not isinstance(streams, (list, tuple)):
+            raise ConfigError(f"streams must be a list like [{{name: detector, target_latency_ms: 30}}], "
+                              f"got {streams!r}")
+        return replace(dataclass_from_dict(cls, data, "governor"), points=points, safety=safety,
+                       streams=streams_from_list(streams))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "GovernorConfig":

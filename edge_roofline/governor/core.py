@@ -1,5 +1,7 @@
 """The governor: measured latency and power in, an operating point out, safety first.
 
+It holds several streams (networks) at once, each with its own latency target; one operating
+point must meet every active stream's target at the least module power (streams.py, joint.py).
 Time is injected (``clock``; every ``observe_*`` and ``step`` call carries its own timestamp),
 so the same core runs on wall time on a robot and on simulated time in tests.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
@@ -17,13 +20,16 @@ from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingP
                                           PlatformError, RebootRequiredError)
 from edge_roofline.roofline.model import RooflineAnalysis
 
-from .config import MODES, ConfigError, GovernorConfig
+from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
+from .joint import JointEnergy, contention, predict_candidates, predict_point, stream_loads, uncontended
 from .points import candidate_points, catalogue_device
-from .policy import choose
+from .policy import JointPrediction, choose
 from .pointwise import PointwisePredictor
-from .predictor import Prediction, Predictor, RooflineWorkload
+from .predictor import Predictor, RooflineWorkload
+from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
+from .streams import Stream, StreamStatus, StreamWindow
 
 
 @dataclass(frozen=True)
@@ -32,19 +38,27 @@ class Decision:
     applied: bool  # a change was applied to the device in this step
     reason: str
     state: str  # disabled | waiting | holding | exploring | switching | advising | fallback
+    # The binding stream's numbers (the only stream's, with one):
     predicted_latency_s: float
-    predicted_energy_j: float
+    predicted_energy_j: float  # per inference, over every stream's inferences
     measured_latency_s: float  # the target percentile over the window (NaN: too few samples)
     measured_energy_per_inference_j: float
     violation_rate: float
     fallback_active: bool
     predicted_latency_std_s: float = math.nan  # the predictor's uncertainty of that latency
     window_samples: int = 0  # latencies in the measured window
+    streams: tuple[StreamStatus, ...] = ()
+    binding_stream: str = ""  # the stream whose target limits the choice ("" none)
+    predicted_power_w: float = math.nan  # module power at the chosen point
+    measured_power_w: float = math.nan  # mean over the window
 
 
 class Governor:
     def __init__(self, platform: Platform, config: GovernorConfig,
-                 model_analysis: RooflineAnalysis | None, clock: Clock, store: StateStore | None = None) -> None:
+                 model_analysis: RooflineAnalysis | None | Mapping[str, RooflineAnalysis | None], clock: Clock,
+                 store: StateStore | None = None) -> None:
+        """``model_analysis``: one analysis for every stream, or one per stream name (a stream
+        without one waits for its model)."""
         self.platform = platform
         self.config = config
         self.clock = clock
@@ -62,8 +76,8 @@ class Governor:
         self.dominance = Dominance(self.device, self.candidates)
         self.current = self.found
         self.mode = config.mode
-        self.predictor: Predictor | PointwisePredictor | None = PointwisePredictor() if self.device is None else None
-        self._latencies: deque[tuple[float, float]] = deque()  # (t, latency) at current point
+        self.streams = {s.name: Stream(s) for s in config.stream_configs}
+        self.energy = JointEnergy(self.device)
         self._power: deque[tuple[float, float]] = deque()  # (t, W) at current point
         self._last_switch_s = now
         self._last_calibration_s = now
@@ -73,42 +87,38 @@ class Governor:
         self._provisional = True
         self._measured_here = False  # a calibration at the current point since the switch
         self._measured: set[str] = set()  # points measured under the current workload and rate
-        self._missed: set[str] = set()  # points that missed the target under it (not tried again)
+        self._missed: set[str] = set()  # points that missed a target under it (not tried again)
         self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
-        self._jitter_ratio = 1.0
-        self._calibrated_rate_hz: float | None = None
+        self._seen_any = False  # some stream has published (the first one to start is no change)
         self.switches = 0
-        self.model_id = ""  # the model the predictor describes ("" before the first one is known)
-        self.model_note = ""  # why there is no roofline for it (learned by measuring), if so
-        if model_analysis is not None:
-            self.set_model(model_analysis)
+        analyses = model_analysis if isinstance(model_analysis, Mapping) else dict.fromkeys(self.streams,
+                                                                                           model_analysis)
+        unknown = sorted(set(analyses) - set(self.streams))
+        if unknown:
+            raise ConfigError(f"model analysis for unknown stream(s) {', '.join(unknown)}; "
+                              f"streams: {', '.join(self.streams)}")
+        for name, stream in self.streams.items():
+            if analyses.get(name) is not None or self.device is None:
+                self.set_model(analyses.get(name), stream=name)
         if config.prior_table:
-            self._load_prior(config.prior_table)
+            if len(self.streams) > 1:
+                raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
+            fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
 
-    def _load_prior(self, path: str) -> None:
-        """Fit the predictor to a sweep's operating-point table (docs/characterise.md): the
-        points it measured start known instead of from the roofline prior. The table must be of
-        this model on this device, and a simulated one cannot stand in for a real board."""
-        from .prior_table import load_table
+    @property
+    def predictor(self) -> Predictor | PointwisePredictor | None:
+        """The only stream's predictor."""
+        return self._stream(None).predictor
 
-        if self.device is None or not isinstance(self.predictor, Predictor):
-            raise ConfigError("prior_table needs a catalogued device and the model's roofline analysis")
-        try:
-            table = load_table(path)
-        except (OSError, ValueError, KeyError) as exc:
-            raise ConfigError(f"prior_table {path}: {exc}") from None
-        model = self.predictor.workload.name
-        if table.device != self.device.key or table.model != model:
-            raise ConfigError(f"prior_table {path} is for {table.model} on {table.device}, not {model} on "
-                              f"{self.device.key}; sweep this model on this device (edge-roofline sweep)")
-        if table.simulated and not self.platform.identity().simulated:
-            raise ConfigError(f"prior_table {path} was measured on a virtual Jetson (SIMULATION); on a real "
-                              f"board sweep the board itself")
-        observations = table.observations()
-        if not observations:
-            raise ConfigError(f"prior_table {path} has no measured points")
-        self.predictor.fit(observations)
+    @property
+    def model_id(self) -> str:
+        """The first stream's model ("" before it is known)."""
+        return next(iter(self.streams.values())).model_id
+
+    @property
+    def model_note(self) -> str:
+        return next(iter(self.streams.values())).model_note
 
     # ---- crash recovery ----------------------------------------------------------------
     def record_found(self) -> None:
@@ -138,12 +148,23 @@ class Governor:
         return f"{restored} (from crash record {store.path})"
 
     # ---- inputs ------------------------------------------------------------------------
-    def observe_inference(self, latency_s: float, timestamp_s: float) -> None:
+    def _stream(self, name: str | None) -> Stream:
+        return self.streams[self.config.stream_name(name)]
+
+    def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> None:
+        s = self._stream(stream)
+        s.last_seen_s = max(s.last_seen_s, timestamp_s)
+        if not s.active:
+            s.active = True
+            if self._seen_any:  # the set of streams sharing the device changed
+                self._workload_changed()
+            self._seen_any = True
         if not plausible_latency(latency_s, self.config.safety):
-            self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s")
+            self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
+                                         + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
-            self._latencies.append((timestamp_s, float(latency_s)))
+            s.latencies.append((timestamp_s, float(latency_s)))
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
         """``source``: where the reading came from, named when it is implausible (a missing rail)."""
@@ -155,8 +176,11 @@ class Governor:
             self._power.append((timestamp_s, float(power_w)))
 
     # ---- commands ----------------------------------------------------------------------
-    def set_target(self, latency_ms: float, percentile: float) -> None:
-        self.config = self.config.with_target(latency_ms, percentile)
+    def set_target(self, latency_ms: float, percentile: float, stream: str | None = None) -> None:
+        """``stream``: its name (None: the only stream; refused when there are several)."""
+        self.config = self.config.with_target(latency_ms, percentile, stream)
+        for s in self.config.stream_configs:
+            self.streams[s.name].config = s
         self._explore_left = self.config.explore_budget
         self._missed.clear()
 
@@ -165,19 +189,23 @@ class Governor:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
 
-    def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "") -> None:
-        """A new model. ``None``: no roofline for it (a platform outside the catalogue, or a model
-        the governor could not load, ``note`` says why): each point is then learned by measuring."""
+    def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "",
+                  stream: str | None = None) -> None:
+        """A new model on ``stream`` (None: the only stream). ``model_analysis`` None: no
+        roofline for it (a platform outside the catalogue, or a model the governor could not
+        load, ``note`` says why): each point is then learned by measuring."""
+        s = self._stream(stream)
         if model_analysis is None or self.device is None:
-            self.predictor = PointwisePredictor()  # what each point measured was the old model's
-        elif isinstance(self.predictor, Predictor):
-            self.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
+            s.predictor = PointwisePredictor()  # what each point measured was the old model's
+        elif isinstance(s.predictor, Predictor):
+            s.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
+            self.energy.forget(0.3)  # as the predictor's own coefficients (set_workload)
         else:
-            self.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
-        self.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
-        self.model_note = note
+            s.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
+        s.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
+        s.model_note = note
         self._new_workload()
-        self._latencies.clear()
+        s.latencies.clear()
         self._power.clear()
 
     def _new_workload(self) -> None:
@@ -185,6 +213,17 @@ class Governor:
         self._explore_left = self.config.explore_budget
         self._measured.clear()
         self._missed.clear()
+
+    def _workload_changed(self) -> None:
+        """A stream started or stopped: what the windows hold was another mix of work."""
+        self._new_workload()
+        self._clear_windows()
+        self._measured_here = False
+
+    def _clear_windows(self) -> None:
+        for s in self.streams.values():
+            s.latencies.clear()
+        self._power.clear()
 
     def shutdown(self) -> str:
         """Put back what was found at start (the platform's own record: every cap file as found),
@@ -196,36 +235,42 @@ class Governor:
         return restored
 
     # ---- the loop ----------------------------------------------------------------------
-    def _window(self, now_s: float):
+    def _expire_streams(self, now_s: float) -> None:
+        """A stream silent for stream_timeout_s leaves the constraint set."""
+        for s in self.streams.values():
+            if s.active and now_s - s.last_seen_s > self.config.stream_timeout_s:
+                s.active = False
+                self._workload_changed()
+
+    def _power_window(self, now_s: float) -> float:
         horizon = now_s - self.config.window_s
-        while self._latencies and self._latencies[0][0] < horizon:
-            self._latencies.popleft()
         while self._power and self._power[0][0] < horizon:
             self._power.popleft()
-        lat = np.array([v for _, v in self._latencies])
-        if len(lat) < self.config.min_window_samples:
-            return None
-        span_s = max(self._latencies[-1][0] - self._latencies[0][0], 1e-6)
-        rate_hz = (len(lat) - 1) / span_s
-        power_w = float(np.mean([v for _, v in self._power])) if self._power else math.nan
-        return lat, rate_hz, power_w
+        return float(np.mean([v for _, v in self._power])) if self._power else math.nan
 
-    def _decision(self, point, applied, reason, state, pred: Prediction | None, window,
+    def _decision(self, point, applied, reason, state, pred: JointPrediction | None, windows, power_w,
                   fallback=False) -> Decision:
         nan = math.nan
-        if window is None:
-            meas = energy = nan
-            viol = 0.0
-            samples = len(self._latencies)
-        else:
-            lat, rate_hz, power_w = window
-            meas = float(np.percentile(lat, self.config.percentile))
-            energy = power_w / rate_hz if rate_hz > 0 else nan
-            viol = float(np.mean(lat > self.config.target_latency_s))
-            samples = len(lat)
-        return Decision(point, applied, reason, state,
-                        pred.latency_s if pred else nan, pred.energy_per_inference_j if pred else nan,
-                        meas, energy, viol, fallback, pred.latency_std_s if pred else nan, samples)
+        statuses = []
+        for s in self.streams.values():
+            sp = pred.stream(s.name) if pred is not None else None
+            statuses.append(s.status(windows.get(s.name), sp.latency_s if sp else nan,
+                                     sp.latency_std_s if sp else nan))
+        binding = pred.binding if pred is not None else None
+        # The headline numbers: the binding stream's, else the one furthest over its target.
+        head = max(statuses, key=lambda st: (binding is not None and st.name == binding.name, st.active,
+                                             np.nan_to_num(st.measured_latency_s / st.target_latency_ms, nan=-1.0)))
+        rates = [w.rate_hz for w in windows.values() if w is not None]
+        measured_energy = power_w / sum(rates) if rates and sum(rates) > 0 else nan
+        predicted_energy = nan
+        if pred is not None and pred.streams:
+            predicted_energy = pred.power_w / sum(sp.input_rate_hz for sp in pred.streams)
+        return Decision(point, applied, reason, state, head.predicted_latency_s, predicted_energy,
+                        head.measured_latency_s, measured_energy,
+                        max((st.violation_rate for st in statuses), default=0.0), fallback,
+                        head.predicted_latency_std_s, head.window_samples, tuple(statuses),
+                        binding.name if binding is not None else "", pred.power_w if pred is not None else nan,
+                        power_w)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
@@ -246,15 +291,34 @@ class Governor:
         self.safety.note_switch(now_s)
         self._last_switch_s = now_s
         self._measured_here = False
-        self._latencies.clear()
-        self._power.clear()
+        self._clear_windows()
         self.switches += 1
         return ""
 
+    def _limit_s(self, s: Stream) -> float:
+        return s.config.target_latency_s * (1.0 - self.config.margin)
+
+    def _joint(self, point: OperatingPoint, active: list[Stream], windows) -> JointPrediction:
+        return predict_point(point, [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy)
+
+    def _predict_all(self, active: list[Stream], windows) -> list[JointPrediction]:
+        """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
+        return predict_candidates(self.candidates, self.dominance,
+                                  [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy)
+
     def step(self, now_s: float) -> Decision:
-        window = self._window(now_s)
+        self._expire_streams(now_s)
+        active = [s for s in self.streams.values() if s.active]
+        cfg = self.config
+        windows: dict[str, StreamWindow | None] = {
+            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
+        power_w = self._power_window(now_s)
+
+        def decision(point, applied, reason, state, pred=None, fallback=False) -> Decision:
+            return self._decision(point, applied, reason, state, pred, windows, power_w, fallback)
+
         if self.mode == "off":
-            return self._decision(self.current, False, "mode off", "disabled", None, window)
+            return decision(self.current, False, "mode off", "disabled")
         verdict = self.safety.verdict(now_s)
         if not verdict.ok:
             applied = False
@@ -263,19 +327,23 @@ class Governor:
                 error = self._apply(self.safe_point, now_s)
                 applied = not error
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
-            return self._decision(self.safe_point, applied, reason, "fallback", None, window, True)
-        if self.predictor is None:
-            return self._decision(self.current, False, "waiting for the model's roofline (the first "
-                                  "InferenceStats.model_id)", "waiting", None, window)
-        self._calibrate(now_s, window)
-        rate = window[1] if window else None
-        # Every prediction the choice sees is monotone in the clocks (rules.py).
-        by_name = {q.point.name: q for q in self.dominance.envelope([self.predictor.predict(p, rate)
-                                                                     for p in self.candidates])}
-        current = by_name.get(self.current.name) or self.predictor.predict(self.current, rate)
-        limit_s = self.config.target_latency_s * (1.0 - self.config.margin)
-        violation = self._violation(window, limit_s)
-        if violation is not None:
+            return decision(self.safe_point, applied, reason, "fallback", fallback=True)
+        waiting = [s.name for s in active if s.predictor is None]
+        if waiting:
+            which = f" of {', '.join(waiting)}" if len(self.streams) > 1 else ""
+            return decision(self.current, False, f"waiting for the model's roofline{which} (the first "
+                            f"InferenceStats.model_id)", "waiting")
+        if not active:
+            return decision(self.current, False, "no stream is publishing inferences: holding", "waiting")
+        self._calibrate(now_s, active, windows, power_w)
+        by_name = {q.point.name: q for q in self._predict_all(active, windows)}
+        current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
+        violations = {}
+        for s in active:
+            v = s.violation(windows[s.name], self._limit_s(s), self.config.min_window_samples)
+            if v is not None:
+                violations[s.name] = v
+        if violations:
             self._missed.add(self.current.name)
         # Measured misses win over predictions: a point that missed, and every point slower in
         # every clock, is out; the fastest point stays (nowhere faster to go).
@@ -285,67 +353,63 @@ class Governor:
                  if self._apply_failures.get(q.point.name, 0) < self.config.safety.apply_failures_before_disable
                  and q.point.name not in out] or [current]
         fastest_pred = next((q for q in preds if fastest and q.point == fastest), None)
-        if not self.predictor.has_energy:
-            return self._decision(self.current, False, "calibrating: no energy measured yet", "waiting", current,
-                                  window)
+        if not self.energy.has_energy:
+            return decision(self.current, False, "calibrating: no energy measured yet", "waiting", current)
         dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
             (self._provisional and self._measured_here)
-        if violation is None and not dwell_over:
-            return self._decision(self.current, False, "dwelling", "holding", current, window)
-        choice = choose(preds, current, limit_s=limit_s, jitter_ratio=self._jitter_ratio,
-                        violation_scale=violation, hysteresis=self.config.hysteresis,
+        if not violations and not dwell_over:
+            return decision(self.current, False, "dwelling", "holding", current)
+        choice = choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
                         measured=frozenset(self._measured | self._missed), provisional=self._provisional,
                         fastest=fastest_pred)
         target = choice.prediction.point
         if target == self.current:
-            return self._decision(target, False, choice.reason, "holding", choice.prediction, window)
+            return decision(target, False, choice.reason, "holding", choice.prediction)
         if self.mode == "advise":
-            return self._decision(target, False, choice.reason, "advising", choice.prediction, window)
+            return decision(target, False, choice.reason, "advising", choice.prediction)
         if not self.safety.may_switch(now_s):
-            return self._decision(self.current, False, "rate limit: change deferred", "holding", current, window)
+            return decision(self.current, False, "rate limit: change deferred", "holding", current)
         error = self._apply(target, now_s)
         if error:
-            return self._decision(self.current, False, f"apply failed: {error}", "holding", current, window)
+            return decision(self.current, False, f"apply failed: {error}", "holding", current)
         if choice.exploring:
             self._explore_left -= 1
         # An exploration or an escape from a miss is a stopgap: leave it once it is measured.
-        self._provisional = choice.exploring or violation is not None
-        return self._decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
-                              choice.prediction, window)
+        self._provisional = choice.exploring or bool(violations)
+        return decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
+                        choice.prediction)
 
-    def _violation(self, window, limit_s: float) -> float | None:
-        """Measured percentile / limit when the target is missed, else None. Before the window
-        is full, a miss is certain once more samples are over the target than the percentile
-        allows in a full window: no later sample can bring the percentile back under it."""
-        target_s = self.config.target_latency_s
-        if window is not None:
-            lat = window[0]
-        else:
-            lat = np.array([v for _, v in self._latencies])
-            allowed = (1.0 - self.config.percentile / 100.0) * self.config.min_window_samples
-            if not len(lat) or np.count_nonzero(lat > target_s) <= allowed:
-                return None
-        meas = float(np.percentile(lat, self.config.percentile))
-        return meas / limit_s if meas > target_s else None
-
-    def _calibrate(self, now_s: float, window) -> None:
-        if window is None or (self._measured_here and
-                              now_s - self._last_calibration_s < self.config.calibration_interval_s):
+    def _calibrate(self, now_s: float, active: list[Stream], windows, power_w: float) -> None:
+        """Each measured window feeds its stream's predictor (the contention it saw taken out)
+        and, once every active stream has one, the shared power model."""
+        measured = [s for s in active if windows[s.name] is not None]
+        if not measured or (self._measured_here and
+                            now_s - self._last_calibration_s < self.config.calibration_interval_s):
             return
         self._last_calibration_s = now_s
         self._measured_here = True
-        lat, rate_hz, power_w = window
-        mean = float(lat.mean())
-        self._jitter_ratio = max(1.0, float(np.percentile(lat, self.config.percentile)) / mean)
-        before = self.predictor.predict(self.current, rate_hz).latency_s
-        if self.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
-            self.predictor.forget(0.5)
-            self._new_workload()
-        last_rate = self._calibrated_rate_hz
-        if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
-            self._new_workload()  # the energy ranking moves with the rate
-        self._calibrated_rate_hz = rate_hz
+        loads = stream_loads(self.current, [(s, windows.get(s.name)) for s in active])
+        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
+        gpu_s = {load.name: load.gpu_time_s for load in loads}
+        observed = []
+        for s in measured:
+            w = windows[s.name]
+            lat, rate_hz = w.latencies_s, w.rate_hz
+            mean = uncontended(float(lat.mean()), gpu_s[s.name], stretches[s.name])
+            s.jitter_ratio = max(1.0, float(np.percentile(lat, s.config.percentile)) / float(lat.mean()))
+            before = s.predictor.predict(self.current, rate_hz).latency_s
+            if s.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
+                s.predictor.forget(0.5)
+                self.energy.forget(0.5)
+                self._new_workload()
+            last_rate = s.calibrated_rate_hz
+            if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
+                self._new_workload()  # the energy ranking moves with the rate
+            s.calibrated_rate_hz = rate_hz
+            s.predictor.update(self.current, mean, input_rate_hz=rate_hz, samples=len(lat),
+                               latency_var_s2=float(lat.var()))
+            observed.append((s.predictor, mean, rate_hz))
         self._measured.add(self.current.name)
-        self.predictor.update(self.current, mean, power_w / rate_hz if rate_hz > 0 else math.nan,
-                              input_rate_hz=rate_hz, samples=len(lat), latency_var_s2=float(lat.var()))
+        if len(measured) == len(active):  # power is every active stream's: attribute it only to all of them
+            self.energy.update(self.current, power_w, observed)

@@ -47,7 +47,7 @@ _V_MIN_FRACTION = 0.6
 # Relative error the linear models keep even at a perfectly measured point (structure error);
 # stops one point from making the fit overconfident elsewhere.
 _LATENCY_MODEL_REL_ERR = 0.03
-_ENERGY_MODEL_REL_ERR = 0.03
+ENERGY_MODEL_REL_ERR = 0.03
 # Prior std of the latency model's constant, as a fraction of the roofline time at the default
 # preset (governor-eval over 4 seeds x 16 scenarios: 0.3 turns overconfident and misses
 # targets, 1.0 and above leaves the DRAM share unidentified; 0.5-0.6 does best).
@@ -81,6 +81,31 @@ class PointFeatures:
 
 def _v_fraction(freq_hz: float, top_hz: float) -> float:
     return _V_MIN_FRACTION + (1.0 - _V_MIN_FRACTION) * min(1.0, freq_hz / top_hz)
+
+
+@dataclass(frozen=True)
+class PointDynamics:
+    """The power shapes of a point, whatever runs on it (see ``PointFeatures``)."""
+
+    gpu_dyn: float
+    emc_dyn: float
+    cpu_dyn: float
+    cpu_cores: float
+    gpu_v2: float  # (V/V_max)^2 of the GPU: per-FLOP switching energy
+    emc_v2: float  # the same of the EMC: per-byte
+
+
+def point_dynamics(device: DeviceSpec, clocks: EffectiveClocks) -> PointDynamics:
+    d = device
+    vg = _v_fraction(clocks.gpu_freq_hz, d.gpu_max_freq_hz)
+    vc = _v_fraction(clocks.cpu_freq_hz, d.cpu_max_freq_hz)
+    tpcs = d.active_tpcs(clocks.tpc_pg_mask) / d.gpu_tpc_count
+    return PointDynamics(
+        gpu_dyn=tpcs * clocks.gpu_freq_hz / d.gpu_max_freq_hz * vg ** 2,
+        emc_dyn=clocks.emc_freq_hz / d.emc_max_freq_hz,
+        cpu_dyn=clocks.cpu_online_cores / d.cpu_cores * clocks.cpu_freq_hz / d.cpu_max_freq_hz * vc ** 2,
+        cpu_cores=clocks.cpu_online_cores / d.cpu_cores,
+        gpu_v2=vg ** 2, emc_v2=_v_fraction(clocks.emc_freq_hz, d.emc_max_freq_hz) ** 2)
 
 
 class RooflineWorkload:
@@ -123,18 +148,20 @@ class RooflineWorkload:
                 memory_s += m
                 onchip_s += layer.memory_time_s * compute_scale
             overhead_s += layer.overhead_time_s * overhead_scale
-        vg = _v_fraction(clocks.gpu_freq_hz, d.gpu_max_freq_hz)
-        ve = _v_fraction(clocks.emc_freq_hz, d.emc_max_freq_hz)
-        vc = _v_fraction(clocks.cpu_freq_hz, d.cpu_max_freq_hz)
-        tpcs = d.active_tpcs(clocks.tpc_pg_mask) / d.gpu_tpc_count
+        dyn = point_dynamics(d, clocks)
         return PointFeatures(
             compute_s=compute_s, memory_s=memory_s, onchip_s=onchip_s, overhead_s=overhead_s,
-            gpu_dyn=tpcs * clocks.gpu_freq_hz / d.gpu_max_freq_hz * vg ** 2,
-            emc_dyn=clocks.emc_freq_hz / d.emc_max_freq_hz,
-            cpu_dyn=clocks.cpu_online_cores / d.cpu_cores * clocks.cpu_freq_hz / d.cpu_max_freq_hz * vc ** 2,
-            cpu_cores=clocks.cpu_online_cores / d.cpu_cores,
-            flop_energy=a.total_flops / 1e9 * vg ** 2,
-            byte_energy=a.total_bytes / 1e9 * ve ** 2)
+            gpu_dyn=dyn.gpu_dyn, emc_dyn=dyn.emc_dyn, cpu_dyn=dyn.cpu_dyn, cpu_cores=dyn.cpu_cores,
+            flop_energy=a.total_flops / 1e9 * dyn.gpu_v2, byte_energy=a.total_bytes / 1e9 * dyn.emc_v2)
+
+
+def energy_prior(power_w: float) -> BayesLinear:
+    """The energy coefficients' prior (W; the ``energy_vector`` terms), scaled by the first
+    power measured: a typical Jetson budget as fractions of it, broad (std ~ mean) so that a few
+    windows dominate. Switching terms start at zero (per GFLOP / per GB)."""
+    power_w = max(power_w, 1e-3)
+    return BayesLinear(np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0, 0.03]) * power_w,
+                       np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w)
 
 
 def sustained_rate(input_rate_hz: float | None, latency_s: float) -> float:
@@ -252,13 +279,7 @@ class Predictor:
         return self.energy is not None
 
     def _init_energy(self, obs: Observation, f: PointFeatures) -> None:
-        rate = sustained_rate(obs.input_rate_hz, obs.latency_s)
-        power_w = max(obs.energy_j * rate, 1e-3)
-        # A typical Jetson budget as fractions of the first power seen; broad (std ~ mean) so
-        # that a few windows dominate. Switching terms start at zero (per GFLOP / per GB).
-        mean = np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0, 0.03]) * power_w
-        std = np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w
-        self.energy = BayesLinear(mean, std)
+        self.energy = energy_prior(obs.energy_j * sustained_rate(obs.input_rate_hz, obs.latency_s))
 
     def update(self, point: OperatingPoint, latency_s: float, energy_j: float = math.nan, *,
                input_rate_hz: float | None = None, samples: int = 1,
@@ -279,7 +300,7 @@ class Predictor:
             if self.energy is None:
                 self._init_energy(obs, f)
             x = f.energy_vector(obs.latency_s, sustained_rate(obs.input_rate_hz, obs.latency_s))
-            self.energy.update(x, obs.energy_j, (_ENERGY_MODEL_REL_ERR * obs.energy_j) ** 2)
+            self.energy.update(x, obs.energy_j, (ENERGY_MODEL_REL_ERR * obs.energy_j) ** 2)
 
     def fit(self, observations: Iterable[Observation]) -> "Predictor":
         """Restart from the prior and fold ``observations`` in (few-sample characterisation)."""
@@ -300,6 +321,12 @@ class Predictor:
         self.workload = workload
         self.forget(forget_fraction)
 
+    def gpu_time_s(self, point: OperatingPoint) -> float:
+        """The part of the predicted latency spent in GPU kernels (compute, DRAM and on-chip
+        time; not launch overheads or the constant): what other streams' kernels share."""
+        f = self.workload.features(point)
+        return max(float(f.latency_vector()[:3] @ self.latency.mean[:3]), 0.0)
+
     def predict(self, point: OperatingPoint, input_rate_hz: float | None = None) -> Prediction:
         f = self.workload.features(point)
         t_mean, t_var = self.latency.predict(f.latency_vector())
@@ -312,5 +339,5 @@ class Predictor:
         e_mean = max(e_mean, 1e-9)
         # Energy uncertainty: the energy model's, plus the latency's through the busy terms.
         busy_w = float(self.energy.mean[3:6] @ np.array([f.gpu_dyn, f.emc_dyn, f.cpu_dyn]))
-        e_std = math.sqrt(e_var + (_ENERGY_MODEL_REL_ERR * e_mean) ** 2 + (busy_w * t_std) ** 2)
+        e_std = math.sqrt(e_var + (ENERGY_MODEL_REL_ERR * e_mean) ** 2 + (busy_w * t_std) ** 2)
         return Prediction(point, t_mean, t_std, e_mean * rate, e_mean, e_std, rate)

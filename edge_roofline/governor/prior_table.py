@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.devices import DeviceSpec
 
-from .predictor import Observation
+from .config import ConfigError
+from .predictor import Observation, Predictor, sustained_rate
 
 TABLE_FORMAT = "edge_roofline.operating_points/1"
 
@@ -52,3 +54,29 @@ def load_table(path: str | Path) -> OperatingPointTable:
                          "write one with `edge-roofline sweep` or `edge-roofline report`")
     return OperatingPointTable(data["device"], data["model"], data["precision"], bool(data["simulated"]),
                                list(data["points"]))
+
+
+def fit_prior_table(path: str, predictor, energy, device: DeviceSpec | None, on_simulation: bool) -> None:
+    """Fit a stream's predictor and the power model (``joint.JointEnergy``) to a sweep's table:
+    the points it measured start known instead of from the roofline prior. The table must be of
+    this model on this device, and a simulated one cannot stand in for a real board."""
+    if device is None or not isinstance(predictor, Predictor):
+        raise ConfigError("prior_table needs a catalogued device and the model's roofline analysis")
+    try:
+        table = load_table(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError(f"prior_table {path}: {exc}") from None
+    model = predictor.workload.name
+    if table.device != device.key or table.model != model:
+        raise ConfigError(f"prior_table {path} is for {table.model} on {table.device}, not {model} on "
+                          f"{device.key}; sweep this model on this device (edge-roofline sweep)")
+    if table.simulated and not on_simulation:
+        raise ConfigError(f"prior_table {path} was measured on a virtual Jetson (SIMULATION); on a real "
+                          f"board sweep the board itself")
+    observations = table.observations()
+    if not observations:
+        raise ConfigError(f"prior_table {path} has no measured points")
+    predictor.fit(observations)
+    for obs in observations:  # the sweep measured back to back (input rate None)
+        energy.update(obs.point, obs.energy_j * sustained_rate(obs.input_rate_hz, obs.latency_s),
+                      [(predictor, obs.latency_s, obs.input_rate_hz)])

@@ -8,7 +8,7 @@ import numpy as np
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
-from edge_roofline.governor.pointwise import PointwisePredictor
+from edge_roofline.governor.pointwise import PointwisePower, PointwisePredictor
 from edge_roofline.platforms.base import DeviceIdentity, OperatingPoint
 
 from .fake_law import LawPlatform, drive
@@ -48,16 +48,19 @@ def make(tmp_path, target_ms):
     return Governor(platform, config, None, clock), platform, clock
 
 
-def test_pointwise_predictor_learns_each_point_and_bounds_unmeasured_limits():
-    pred = PointwisePredictor()
-    assert not pred.has_energy and math.isnan(pred.predict(OperatingPoint("limit100W", power_limit_w=100.0)).latency_s)
+def test_pointwise_models_learn_each_point_and_bound_unmeasured_limits():
+    pred, power = PointwisePredictor(), PointwisePower()
+    assert not power.has_energy and math.isnan(pred.predict(OperatingPoint("limit100W", power_limit_w=100.0)).latency_s)
     top, low = OperatingPoint("limit300W", power_limit_w=300.0), OperatingPoint("limit100W", power_limit_w=100.0)
-    pred.update(top, latency_s(top), energy_j(top, 30.0), input_rate_hz=30.0, samples=50)
+    pred.update(top, latency_s(top), input_rate_hz=30.0, samples=50)
+    duty_top = latency_s(top) * 30.0
+    power.update(top, power_w(top, duty_top), duty_top)
     here, there = pred.predict(top, 30.0), pred.predict(low, 30.0)
-    assert here.latency_s == latency_s(top) and abs(here.energy_per_inference_j / energy_j(top, 30.0) - 1) < 0.01
+    assert here.latency_s == latency_s(top)
+    assert abs(power.predict(top, duty_top)[0] / 30.0 / energy_j(top, 30.0) - 1) < 0.01
     assert there.latency_std_s > 0.3 * there.latency_s  # unmeasured: wide
-    assert there.power_w <= 100.0  # ... but never above its power limit
-    pred.update(low, latency_s(low), energy_j(low, 30.0), input_rate_hz=30.0, samples=50)
+    assert power.predict(low, latency_s(low) * 30.0)[0] <= 100.0  # ... but never above its power limit
+    pred.update(low, latency_s(low), input_rate_hz=30.0, samples=50)
     assert abs(pred.predict(low, 30.0).latency_s / latency_s(low) - 1) < 1e-9
 
 

@@ -1,19 +1,26 @@
 """The policy on hand-made predictions: hysteresis, provisional points, feedback from a miss, the
 utilisation rule and exploration."""
 
-from edge_roofline.governor.policy import choose
-from edge_roofline.governor.predictor import Prediction
+from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
 from edge_roofline.platforms.base import OperatingPoint
+
+LIMIT_S, JITTER = 0.019, 1.03
 
 
 def pred(name: str, latency_ms: float, energy_mj: float, *, latency_std_ms: float = 0.1,
-         energy_std_mj: float = 1.0, rate_hz: float = 30.0) -> Prediction:
-    return Prediction(OperatingPoint(name), latency_ms / 1e3, latency_std_ms / 1e3, energy_mj * rate_hz / 1e3,
-                      energy_mj / 1e3, energy_std_mj / 1e3, rate_hz)
+         energy_std_mj: float = 1.0, rate_hz: float = 30.0) -> JointPrediction:
+    """One stream at one point (power = energy per inference x rate)."""
+    stream = StreamPrediction("default", latency_ms / 1e3, latency_std_ms / 1e3, rate_hz, LIMIT_S, JITTER)
+    return JointPrediction(OperatingPoint(name), (stream,), energy_mj * rate_hz / 1e3, energy_std_mj * rate_hz / 1e3)
 
 
-CHOICE = dict(limit_s=0.019, jitter_ratio=1.03, violation_scale=None, hysteresis=0.03, explore=False,
-              explore_min_rel_std=0.08)
+def joint(name: str, power_w: float, **latency_ms: float) -> JointPrediction:
+    """Several streams at one point, each with the limit above (30 Hz)."""
+    streams = tuple(StreamPrediction(n, ms / 1e3, 0.1e-3, 30.0, LIMIT_S, JITTER) for n, ms in latency_ms.items())
+    return JointPrediction(OperatingPoint(name), streams, power_w, 0.1)
+
+
+CHOICE = dict(violations={}, hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
 
 
 def test_hysteresis_holds_a_chosen_point_but_not_a_provisional_one():
@@ -33,7 +40,7 @@ def test_a_big_enough_saving_moves_even_a_held_point():
 def test_a_miss_allows_only_points_faster_by_the_measured_factor():
     current = pred("here", 15, 100)
     slow_cheap, fast = pred("slow", 18, 80), pred("fast", 10, 130)
-    choice = choose([current, slow_cheap, fast], current, **{**CHOICE, "violation_scale": 1.3})
+    choice = choose([current, slow_cheap, fast], current, **{**CHOICE, "violations": {"default": 1.3}})
     assert choice.prediction is fast and "faster point" in choice.reason
 
 
@@ -53,3 +60,25 @@ def test_exploration_picks_the_cheapest_uncertain_unmeasured_point():
     assert choice.exploring and choice.prediction is shaky_cheap
     measured = choose([current, sure, shaky_cheap, shaky_dear], current, measured=frozenset({"a"}), **explore)
     assert measured.prediction is shaky_dear
+
+
+def test_a_point_serves_only_if_every_stream_meets_its_target():
+    current = joint("here", 20.0, det=10, seg=12)
+    det_only = joint("det_only", 12.0, det=12, seg=19)  # seg over its limit there
+    both = joint("both", 15.0, det=15, seg=17)
+    choice = choose([current, det_only, both], current, **CHOICE)
+    assert choice.prediction is both and choice.prediction.binding.name == "seg"
+
+
+def test_a_miss_in_one_stream_asks_that_stream_to_go_faster():
+    current = joint("here", 15.0, det=15, seg=14)
+    cheaper_slower_seg = joint("a", 12.0, det=11, seg=15)
+    faster_seg = joint("b", 18.0, det=15, seg=10)
+    choice = choose([current, cheaper_slower_seg, faster_seg], current, **{**CHOICE, "violations": {"seg": 1.2}})
+    assert choice.prediction is faster_seg and "(seg)" in choice.reason
+
+
+def test_shared_gpu_over_full_utilisation_is_not_feasible():
+    ok = joint("ok", 20.0, det=10, seg=10)
+    saturated = JointPrediction(OperatingPoint("sat"), ok.streams, 10.0, 0.1, gpu_utilisation=0.99)
+    assert not saturated.meets() and choose([ok, saturated], ok, **CHOICE).prediction is ok

@@ -1,0 +1,165 @@
+"""Several streams on one operating point: each stream's latency with the others' contention,
+and the module's total power from one shared energy model.
+
+Contention (what it assumes): the GPU is time-sliced between processes, so while stream ``i``
+runs, the other streams' kernels take the GPU for the share of time they keep it busy,
+``U = sum_j rate_j x gpu_time_j`` (their predicted GPU time at that point). Stream ``i``'s GPU
+part stretches by ``1 / (1 - U)`` (processor sharing); its host part (launches, the CPU-side
+constant) does not. With one stream ``U = 0`` and nothing changes. The DLA and the EMC are not
+modelled as separate queues: DRAM traffic slows a stream only through the measured calibration,
+and total utilisation above ``MAX_UTILISATION`` makes a point infeasible. Calibration removes the
+contention a stream saw before fitting its own predictor, so that predictor describes the
+stream alone.
+
+Energy: module power at a point is ``idle(p) + busy(p) x sum_i rate_i x latency_i + switching``,
+the single-stream energy model (predictor.py) times the rate, summed over the streams. Its
+coefficients describe the device, so one Bayesian fit serves every mix of streams; with one
+stream it is the single-stream fit exactly (power = energy per inference x rate). Outside the
+catalogue (no clock tables) power is learned per point (``PointwisePower``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.devices import DeviceSpec
+
+from .pointwise import PointwisePower, PointwisePredictor
+from .points import effective_clocks
+from .policy import JointPrediction, StreamPrediction
+from .rules import Dominance
+from .streams import Stream, StreamWindow
+from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, Prediction, Predictor, energy_prior, point_dynamics,
+                        sustained_rate)
+
+MAX_CONTENTION = 0.95  # other streams' GPU share above this: the stream would starve
+
+
+@dataclass(frozen=True)
+class StreamLoad:
+    """One active stream at one point: its own (uncontended) latency and what it asks of the
+    GPU, at its input rate."""
+
+    name: str
+    solo: Prediction  # latency alone on the device
+    gpu_time_s: float  # the GPU part of that latency
+    rate_hz: float  # inferences per second (capped by what the point sustains)
+    predictor: Predictor | PointwisePredictor
+
+
+def contention(loads: list[StreamLoad]) -> tuple[list[float], float]:
+    """Per stream, the factor its GPU part stretches by; and the total GPU utilisation."""
+    shares = [min(s.rate_hz * s.gpu_time_s, 1.0) for s in loads]
+    total = sum(shares)
+    return [1.0 / (1.0 - min(total - own, MAX_CONTENTION)) for own in shares], total
+
+
+def contended(load: StreamLoad, stretch: float) -> tuple[float, float]:
+    """(latency, std) of a stream whose GPU part stretches by ``stretch``."""
+    return load.solo.latency_s + load.gpu_time_s * (stretch - 1.0), load.solo.latency_std_s * stretch
+
+
+def uncontended(measured_s: float, gpu_time_s: float, stretch: float) -> float:
+    """What a stream measured ``measured_s`` under ``stretch`` would take alone (never less than
+    if all of it were GPU time)."""
+    return max(measured_s - gpu_time_s * (stretch - 1.0), measured_s / stretch)
+
+
+class JointEnergy:
+    """Total module power at a point for a set of streams (``device`` None: per point)."""
+
+    def __init__(self, device: DeviceSpec | None) -> None:
+        self.device = device
+        self.model: BayesLinear | None = None
+        self.pointwise = PointwisePower() if device is None else None
+
+    @property
+    def has_energy(self) -> bool:
+        """Some power was measured (the governor waits for it)."""
+        return self.pointwise.has_energy if self.pointwise is not None else self.model is not None
+
+    def _vector(self, point: OperatingPoint, streams: list[tuple[Predictor | PointwisePredictor, float, float]]):
+        """Power features: (predictor, latency, rate) per stream."""
+        dyn = point_dynamics(self.device, effective_clocks(self.device, point))
+        busy = flops = bytes_ = 0.0
+        for predictor, latency_s, rate_hz in streams:
+            busy += rate_hz * latency_s
+            if isinstance(predictor, Predictor):  # switching energy needs the model's FLOPs and bytes
+                f = predictor.workload.features(point)
+                flops += rate_hz * f.flop_energy
+                bytes_ += rate_hz * f.byte_energy
+        return np.array([1.0, dyn.emc_dyn, dyn.cpu_dyn, busy * dyn.gpu_dyn, busy * dyn.emc_dyn, busy * dyn.cpu_dyn,
+                         flops, bytes_, dyn.cpu_cores]), dyn
+
+    def update(self, point: OperatingPoint, power_w: float,
+               streams: list[tuple[Predictor | PointwisePredictor, float, float]]) -> None:
+        """A measured window: mean power with ``streams`` = (predictor, mean latency, rate)."""
+        if not (math.isfinite(power_w) and power_w > 0) or not streams:
+            return
+        rates = [(p, lat, sustained_rate(rate, lat)) for p, lat, rate in streams]
+        if self.pointwise is not None:
+            self.pointwise.update(point, power_w, sum(r * lat for _, lat, r in rates))
+            return
+        x, _ = self._vector(point, rates)
+        if self.model is None:
+            self.model = energy_prior(power_w)
+        self.model.update(x, power_w, (ENERGY_MODEL_REL_ERR * power_w) ** 2)
+
+    def forget(self, fraction: float) -> None:
+        if self.pointwise is not None:
+            self.pointwise.forget(fraction)
+        elif self.model is not None:
+            self.model.forget(fraction)
+
+    def predict(self, point: OperatingPoint, loads: list[StreamLoad]) -> tuple[float, float]:
+        """(power W, std) with ``loads`` running at ``point``. Contention stretches latency, not
+        GPU work, so the solo latencies drive the busy terms."""
+        if self.pointwise is not None:
+            return self.pointwise.predict(point, sum(s.rate_hz * s.solo.latency_s for s in loads))
+        if self.model is None:
+            return math.nan, math.inf
+        x, dyn = self._vector(point, [(s.predictor, s.solo.latency_s, s.rate_hz) for s in loads])
+        mean, var = self.model.predict(x)
+        mean = max(mean, 1e-9)
+        # The latency's uncertainty reaches power through the busy terms.
+        busy_w = float(self.model.mean[3:6] @ np.array([dyn.gpu_dyn, dyn.emc_dyn, dyn.cpu_dyn]))
+        latency_var = sum((s.rate_hz * busy_w * s.solo.latency_std_s) ** 2 for s in loads)
+        return mean, math.sqrt(var + (ENERGY_MODEL_REL_ERR * mean) ** 2 + latency_var)
+
+
+def stream_loads(point: OperatingPoint, streams: list[tuple[Stream, StreamWindow | None]]) -> list[StreamLoad]:
+    """Each stream alone at ``point``, at its measured rate (else the last one its predictor saw)."""
+    loads = []
+    for s, window in streams:
+        solo = s.predictor.predict(point, window.rate_hz if window is not None else None)
+        loads.append(StreamLoad(s.name, solo, s.predictor.gpu_time_s(point), solo.input_rate_hz, s.predictor))
+    return loads
+
+
+def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindow | None, float]],
+                  energy: JointEnergy) -> JointPrediction:
+    """Every stream at ``point`` with the others' contention, and the power; ``streams``:
+    (stream, its window, its latency limit)."""
+    loads = stream_loads(point, [(s, w) for s, w, _ in streams])
+    stretches, utilisation = contention(loads)
+    power_w, power_std_w = energy.predict(point, loads)
+    preds = []
+    for (s, _, limit_s), load, stretch in zip(streams, loads, stretches):
+        latency_s, std_s = contended(load, stretch)
+        preds.append(StreamPrediction(s.name, latency_s, std_s, load.rate_hz, limit_s, s.jitter_ratio))
+    # One stream alone is held by its own utilisation rule (StreamPrediction.meets).
+    return JointPrediction(point, tuple(preds), power_w, power_std_w, utilisation if len(loads) > 1 else 0.0)
+
+
+def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
+                       streams: list[tuple[Stream, StreamWindow | None, float]],
+                       energy: JointEnergy) -> list[JointPrediction]:
+    """``predict_point`` at every candidate, each stream's latency made monotone in the clocks."""
+    joint = [predict_point(p, streams, energy) for p in candidates]
+    per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
+    return [JointPrediction(j.point, tuple(col[i] for col in per_stream), j.power_w, j.power_std_w,
+                            j.gpu_utilisation) for i, j in enumerate(joint)]
