@@ -42,6 +42,8 @@ def governor_config(p: dict) -> GovernorConfig:
     except ValueError as exc:
         raise ConfigError(f"points_core_options must be comma-separated core counts (e.g. '12,6'), "
                           f"got {p['points_core_options']!r}") from exc
+    if not p["stream_timeout_s"] > 0:  # not NaN either: every stream would be silent for good
+        raise ConfigError(f"stream_timeout_s must be > 0 s, got {p['stream_timeout_s']}")
     streams = parse_streams(p["streams"])
     if streams and p["model"]:
         raise ConfigError(f"model {p['model']!r} names no stream: with streams, give the stream its own "
@@ -50,7 +52,7 @@ def governor_config(p: dict) -> GovernorConfig:
         "target_latency_ms": p["target_latency_ms"], "percentile": p["percentile"], "margin": p["margin"],
         "mode": p["mode"], "window_s": p["window_s"], "dwell_s": p["dwell_s"],
         "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"])),
-        "prior_table": p["prior_table"], "streams": streams,
+        "prior_table": p["prior_table"], "streams": streams, "stream_timeout_s": p["stream_timeout_s"],
         "points": {"cpu_steps": p["points_cpu_steps"], "gpu_steps": p["points_gpu_steps"],
                    "emc_steps": p["points_emc_steps"], "core_options": core_options,
                    "include_presets": p["points_include_presets"]},

@@ -19,7 +19,7 @@ def params(tmp_path):
             "platform": "nvml", "sysfs_root": "/", "nvpmodel_cmd": "nvpmodel", "device": "",
             "model": "zoo:tiny_cnn", "precision": "fp16", "engine": "gpu", "points_cpu_steps": 4,
             "points_gpu_steps": 4, "points_emc_steps": 3, "points_core_options": "",
-            "points_include_presets": True, "safe_point": "", "prior_table": "", "streams": "",
+            "points_include_presets": True, "safe_point": "", "prior_table": "", "streams": "", "stream_timeout_s": 3.0,
             "state_path": str(tmp_path / "state.json"), "window_s": 5.0, "dwell_s": 3.0,
             "stale_telemetry_s": 1.0, "thermal_limit_c": 95.0, "thermal_margin_c": 5.0}
 
@@ -94,3 +94,10 @@ def test_a_flat_model_with_streams_is_refused(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
     with pytest.raises(ConfigError, match="model 'zoo:tiny_cnn' names no stream.*name: det, model: zoo:tiny_cnn"):
         GovernorRuntime({**params(tmp_path), "streams": STREAMS}, SimClock(0.0), log=list().append)
+
+
+@pytest.mark.parametrize("timeout_s", [0.0, -1.0, float("nan")])
+def test_a_stream_timeout_that_would_silence_every_stream_is_refused(monkeypatch, tmp_path, timeout_s):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    with pytest.raises(ConfigError, match="stream_timeout_s must be > 0 s"):
+        GovernorRuntime({**params(tmp_path), "stream_timeout_s": timeout_s}, SimClock(0.0), log=list().append)
