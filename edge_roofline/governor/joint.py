@@ -33,8 +33,8 @@ from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
 from .rules import Dominance
 from .streams import Stream, StreamWindow
-from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, Prediction, Predictor, energy_prior, point_dynamics,
-                        sustained_rate)
+from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, energy_prior,
+                        point_dynamics, sustained_rate)
 
 MAX_CONTENTION = 0.95  # other streams' GPU share above this: the stream would starve
 
@@ -78,6 +78,7 @@ class JointEnergy:
         self.device = device
         self.model: BayesLinear | None = None
         self.pointwise = PointwisePower() if device is None else None
+        self._dynamics: dict[OperatingPoint, PointDynamics] = {}
 
     @property
     def has_energy(self) -> bool:
@@ -86,7 +87,9 @@ class JointEnergy:
 
     def _vector(self, point: OperatingPoint, streams: list[tuple[Predictor | PointwisePredictor, float, float]]):
         """Power features: (predictor, latency, rate) per stream."""
-        dyn = point_dynamics(self.device, effective_clocks(self.device, point))
+        if point not in self._dynamics:
+            self._dynamics[point] = point_dynamics(self.device, effective_clocks(self.device, point))
+        dyn = self._dynamics[point]
         busy = flops = bytes_ = 0.0
         for predictor, latency_s, rate_hz in streams:
             busy += rate_hz * latency_s

@@ -119,12 +119,16 @@ class RooflineWorkload:
         self.device = device
         self.name = analysis.model
         self._cache: dict[EffectiveClocks, PointFeatures] = {}
+        self._by_point: dict[OperatingPoint, PointFeatures] = {}
 
     def features(self, point: OperatingPoint) -> PointFeatures:
-        clocks = effective_clocks(self.device, point)
-        if clocks not in self._cache:
-            self._cache[clocks] = self._compute(clocks)
-        return self._cache[clocks]
+        # Per point first: snapping caps to the clock tables costs more than the lookup.
+        if point not in self._by_point:
+            clocks = effective_clocks(self.device, point)
+            if clocks not in self._cache:
+                self._cache[clocks] = self._compute(clocks)
+            self._by_point[point] = self._cache[clocks]
+        return self._by_point[point]
 
     def _compute(self, clocks: EffectiveClocks) -> PointFeatures:
         d, a = self.device, self.analysis

@@ -60,8 +60,11 @@ class Stream:
         return self.config.name
 
     def window(self, now_s: float, window_s: float, min_samples: int) -> StreamWindow | None:
+        """The samples of the last ``window_s``; a stream too slow to give ``min_samples`` in
+        that time (a 1 Hz language model) keeps its last ``min_samples``, all taken at the
+        current point (a switch clears them)."""
         horizon = now_s - window_s
-        while self.latencies and self.latencies[0][0] < horizon:
+        while len(self.latencies) > min_samples and self.latencies[0][0] < horizon:
             self.latencies.popleft()
         if len(self.latencies) < min_samples:
             return None

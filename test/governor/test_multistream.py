@@ -144,3 +144,13 @@ def test_streams_are_written_in_a_minute_and_mistakes_named(tmp_path):
                           ("/no/such/file.yaml", "non-empty list")]:
         with pytest.raises(ConfigError, match=problem):
             parse_streams(text)
+
+
+def test_a_slow_stream_still_fills_its_window(tmp_path):
+    # 1 Hz: 5 samples in the 5 s window, fewer than min_window_samples (12)
+    streams = {"det": STREAMS["det"], "llm": (1.0, 4.0, 200.0)}
+    gov, platform, clock = make(tmp_path, streams, stream_timeout_s=3.0)
+    decisions = drive(gov, platform, clock, 40.0, streams=streams)
+    llm = next(s for s in decisions[-1].streams if s.name == "llm")
+    assert llm.active and llm.window_samples >= gov.config.min_window_samples and llm.met
+    assert gov.energy.has_energy and platform.current != platform.found
