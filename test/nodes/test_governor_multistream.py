@@ -19,7 +19,7 @@ import numpy as np
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.srv import SetTarget
-from test.nodes.rosutil import REPO, log_text, start_node, stop_node, watcher
+from test.nodes.rosutil import REPO, kill_9_after_a_move, log_text, start_node, stop_node, watcher
 from test.nodes.virtual_rig import DEVICE, cap_files, governor_params
 
 # Generous for a slow CI machine: the inference nodes report the virtual board's latency (well
@@ -193,14 +193,8 @@ def test_one_governor_holds_three_streams_at_less_power_and_restores(board, ros_
 
             # kill -9 after it moved the device: the next start puts the found state back from the
             # crash record, and its own SIGTERM leaves the board as found too.
-            governor = start_node("governor", ros_env, {**params, "dwell_s": 0.5}, logs["governor2"])
-            procs.append(governor)
-            assert spin_until(lambda: cap_files(board) != found, timeout_s=120, procs=procs), \
-                log_text(logs["governor2"])
-            governor.kill()
-            governor.wait()
-            procs.remove(governor)
-            assert state_path.exists() and cap_files(board) != found
+            kill_9_after_a_move(start_node("governor", ros_env, {**params, "dwell_s": 0.5}, logs["governor2"]),
+                                spin_until, procs, board, found, state_path, logs["governor2"])
             states.clear()
             governor = start_node("governor", ros_env, params, logs["governor3"])
             procs.append(governor)
