@@ -1,5 +1,5 @@
 """ros2 launch edge_roofline edge_roofline.launch.py [params_file:=FILE] [namespace:=NS]
-    [target_latency_ms:=MS] [governor_mode:=off|advise|active]
+    [target_latency_ms:=MS] [governor_mode:=off|advise|active] [governor_streams:=FILE_OR_YAML]
 
 Starts the nodes of edge_roofline.suite.spec.NODES that the parameter file configures (the same
 list, rule and arguments `edge-roofline up` uses) with one parameter file (default:
@@ -17,6 +17,7 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
 from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params,
                                       virtual_devices)
@@ -29,6 +30,12 @@ def _fastdds_profile():
     return [SetEnvironmentVariable(name, value) for name, value in env.items() if name not in os.environ]
 
 
+def _typed(overrides: dict) -> dict:
+    """Strings stay strings: launch_ros would read "off" as a bool and a streams list as a list."""
+    return {name: ParameterValue(value, value_type=str) if isinstance(value, str) else value
+            for name, value in overrides.items()}
+
+
 def _nodes(context):
     params_file = LaunchConfiguration("params_file").perform(context)
     namespace = LaunchConfiguration("namespace").perform(context)
@@ -38,7 +45,7 @@ def _nodes(context):
                               output="screen")
                for root, device in virtual_devices(params).items()]
     actions += [Node(package=PACKAGE, executable=spec.executable, name=spec.name, namespace=namespace,
-                     parameters=[params_file, overrides.get(spec.name, {})], output="screen")
+                     parameters=[params_file, _typed(overrides.get(spec.name, {}))], output="screen")
                 for spec in configured_nodes(params)]
     return actions
 

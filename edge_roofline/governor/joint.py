@@ -52,8 +52,10 @@ class StreamLoad:
 
 
 def contention(loads: list[StreamLoad]) -> tuple[list[float], float]:
-    """Per stream, the factor its GPU part stretches by; and the total GPU utilisation."""
-    shares = [min(s.rate_hz * s.gpu_time_s, 1.0) for s in loads]
+    """Per stream, the factor its GPU part stretches by; and the total GPU utilisation. A stream
+    whose share is unknown (learned by measuring, nothing measured yet) adds none: a NaN here
+    would make every stream's prediction NaN, and keep its own first window from calibrating."""
+    shares = [min(share, 1.0) if math.isfinite(share := s.rate_hz * s.gpu_time_s) else 0.0 for s in loads]
     total = sum(shares)
     return [1.0 / (1.0 - min(total - own, MAX_CONTENTION)) for own in shares], total
 

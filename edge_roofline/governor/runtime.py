@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_roofline.clock import Clock
-from edge_roofline.governor.config import ConfigError, GovernorConfig
+from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.model_follow import ModelFollower
 from edge_roofline.governor.safety import StateStore
@@ -32,18 +32,27 @@ def default_state_path(sysfs_root: str) -> Path:
 
 
 def governor_config(p: dict) -> GovernorConfig:
-    """The node's flat parameters as a GovernorConfig (the core validates every value)."""
+    """The node's flat parameters as a GovernorConfig (the core validates every value). With a
+    ``streams`` parameter each stream has its own target, percentile and model; the flat
+    ``target_latency_ms``/``percentile`` then apply to no stream, and a flat ``model`` is refused:
+    which stream would it describe?"""
     cores = [c.strip() for c in str(p["points_core_options"]).split(",") if c.strip()]
     try:
         core_options = [int(c) for c in cores]
     except ValueError as exc:
         raise ConfigError(f"points_core_options must be comma-separated core counts (e.g. '12,6'), "
                           f"got {p['points_core_options']!r}") from exc
+    if not p["stream_timeout_s"] > 0:  # not NaN either: every stream would be silent for good
+        raise ConfigError(f"stream_timeout_s must be > 0 s, got {p['stream_timeout_s']}")
+    streams = parse_streams(p["streams"])
+    if streams and p["model"]:
+        raise ConfigError(f"model {p['model']!r} names no stream: with streams, give the stream its own "
+                          f"model key (e.g. {{name: {streams[0].name}, model: {p['model']}, ...}})")
     return GovernorConfig.from_dict({
         "target_latency_ms": p["target_latency_ms"], "percentile": p["percentile"], "margin": p["margin"],
         "mode": p["mode"], "window_s": p["window_s"], "dwell_s": p["dwell_s"],
         "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"])),
-        "prior_table": p["prior_table"],
+        "prior_table": p["prior_table"], "streams": streams, "stream_timeout_s": p["stream_timeout_s"],
         "points": {"cpu_steps": p["points_cpu_steps"], "gpu_steps": p["points_gpu_steps"],
                    "emc_steps": p["points_emc_steps"], "core_options": core_options,
                    "include_presets": p["points_include_presets"]},
@@ -101,10 +110,14 @@ class GovernorRuntime:
             if not device:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
                     f"point is learned by measuring it")
-            # The model parameter overrides what the stream reports; empty: follow the stream.
-            self.models = ModelFollower(analyze, override=p["model"])
-            self.governor = Governor(self.platform, config, analyze(p["model"]) if p["model"] else None, clock,
-                                     self.store)
+            # A stream's model (the flat parameter for the only stream) overrides what the stream
+            # reports; empty: follow the stream.
+            self.streams: tuple[StreamConfig, ...] = config.stream_configs
+            overrides = {s.name: s.model or p["model"] for s in self.streams}
+            self.models = {name: ModelFollower(analyze, override=model) for name, model in overrides.items()}
+            self.governor = Governor(self.platform, config,
+                                     {name: analyze(model) if model else None for name, model in overrides.items()},
+                                     clock, self.store)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
         except Exception:
@@ -114,13 +127,36 @@ class GovernorRuntime:
         self.simulated = identity.simulated
         self._closed = False
 
-    def follow_model(self) -> str:
-        """Apply a model the stream switched to, once analysed; returns a line to log, or ''."""
-        change = self.models.poll()
-        if change is None:
-            return ""
-        self.governor.set_model(change.analysis, change.model_id, change.note)
-        return change.note or f"following {change.model_id}: re-planning with its roofline"
+    def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> None:
+        """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that never ran)."""
+        self.models[stream].observe(model_id)
+        if latency_s is not None:
+            self.governor.observe_inference(latency_s, now_s, stream=stream)
+
+    def follow_models(self) -> list[str]:
+        """Apply the models streams switched to, once analysed; returns the lines to log."""
+        lines = []
+        for stream, follower in self.models.items():
+            change = follower.poll()
+            if change is None:
+                continue
+            self.governor.set_model(change.analysis, change.model_id, change.note, stream=stream)
+            named = f"{stream}: " if len(self.models) > 1 else ""
+            lines.append(named + (change.note or f"following {change.model_id}: re-planning with its roofline"))
+        return lines
+
+    def set_target(self, latency_ms: float, percentile: float, stream: str = "") -> tuple[bool, str]:
+        """A new target for ``stream`` ("" = the only stream); percentile 0 keeps the stream's.
+        (success, message): an unknown or missing stream name is refused naming the streams."""
+        config = self.governor.config
+        try:
+            name = config.stream_name(stream)
+            percentile = percentile or config.stream(name).percentile
+            self.governor.set_target(latency_ms, percentile, stream=name)
+        except ConfigError as exc:
+            return False, f"target refused: {exc}"
+        named = f"{name}: " if len(config.stream_configs) > 1 else ""
+        return True, f"{named}target p{percentile:g} <= {latency_ms:g} ms"
 
     def _reachable(self, name: str) -> OperatingPoint:
         points = {pt.name: pt for pt in self.platform.operating_points()}
@@ -153,7 +189,8 @@ class GovernorRuntime:
         if self._closed:
             return True
         self._closed = True
-        self.models.close()
+        for follower in self.models.values():
+            follower.close()
         restored = True
         try:
             self.info(self.governor.shutdown())

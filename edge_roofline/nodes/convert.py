@@ -10,10 +10,11 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from std_msgs.msg import Header
 
 from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport,
-                               Tensor, TensorArray)
+                               StreamState, Tensor, TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Decision
+from edge_roofline.governor.streams import StreamStatus
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
 from edge_roofline.ros.analysis import BOUND_TO_MSG
@@ -114,18 +115,37 @@ def temperatures_from_msg(msg: PowerTelemetry) -> dict[str, float]:
 
 # ---- governor -----------------------------------------------------------------------
 
+def stream_state_msg(status: StreamStatus, *, stats_topic: str, binding: bool) -> StreamState:
+    return StreamState(
+        name=status.name, model_id=status.model_id, model_note=status.model_note, stats_topic=stats_topic,
+        active=status.active, target_latency_ms=status.target_latency_ms, target_percentile=status.percentile,
+        measured_latency_ms=status.measured_latency_s * 1e3, predicted_latency_ms=status.predicted_latency_s * 1e3,
+        predicted_latency_std_ms=status.predicted_latency_std_s * 1e3, violation_rate=status.violation_rate,
+        window_samples=status.window_samples, input_rate_hz=status.input_rate_hz, met=status.met, binding=binding)
+
+
 def governor_state_msg(decision: Decision, config: GovernorConfig, *, mode: str, model_id: str, model_note: str,
-                       current: OperatingPoint, safe_point: OperatingPoint, switches: int, stamp, last_change_stamp,
-                       simulated: bool) -> GovernorState:
+                       stats_topics: dict[str, str], current: OperatingPoint, safe_point: OperatingPoint,
+                       switches: int, stamp, last_change_stamp, simulated: bool) -> GovernorState:
+    """The single-stream fields describe the binding stream (else the first); ``model_id``/``model_note``
+    apply while the decision reports no stream."""
+    described = next((s for s in decision.streams if s.name == decision.binding_stream),
+                     decision.streams[0] if decision.streams else None)
+    if described is not None:
+        model_id, model_note = described.model_id, described.model_note
     msg = GovernorState(
         simulated=simulated, mode=mode, state=decision.state, model_id=model_id, model_note=model_note,
-        target_latency_ms=config.target_latency_ms,
-        target_percentile=config.percentile, margin=config.margin,
+        target_latency_ms=described.target_latency_ms if described else config.target_latency_ms,
+        target_percentile=described.percentile if described else config.percentile, margin=config.margin,
         measured_latency_ms=decision.measured_latency_s * 1e3,
         predicted_latency_ms=decision.predicted_latency_s * 1e3,
         predicted_latency_std_ms=decision.predicted_latency_std_s * 1e3, window_samples=decision.window_samples,
         measured_energy_per_inference_j=decision.measured_energy_per_inference_j,
         predicted_energy_per_inference_j=decision.predicted_energy_j, violation_rate=decision.violation_rate,
+        streams=[stream_state_msg(s, stats_topic=stats_topics.get(s.name, ""),
+                                  binding=s.name == decision.binding_stream) for s in decision.streams],
+        binding_stream=decision.binding_stream, predicted_power_w=decision.predicted_power_w,
+        measured_power_w=decision.measured_power_w,
         current_point=operating_point_msg(current), chosen_point=operating_point_msg(decision.point),
         safe_point=operating_point_msg(safe_point), fallback_active=decision.fallback_active,
         reason=decision.reason, switches=switches, header=_header(stamp))

@@ -12,6 +12,7 @@ restores.
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 from builtin_interfaces.msg import Time
 from rclpy.node import Node
@@ -38,6 +39,11 @@ PARAMETERS = {
     "device": ("", "catalogue device (empty: from the platform)"),
     "model": ("", "ONNX path or zoo:NAME whose roofline the predictor uses, whatever the stream reports "
                   "(empty: follow the model the stream publishes in InferenceStats.model_id)"),
+    "streams": ("", "several workloads, each with its own target: YAML list or a YAML file's path, e.g. "
+                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}] "
+                    "(empty: one stream on inference/stats with target_latency_ms, percentile, model)"),
+    "stream_timeout_s": (GovernorConfig.stream_timeout_s, "a stream silent this long leaves the constraint set "
+                                                          "until it publishes again"),
     "precision": ("fp16", "precision of the model's cost (fp32 | fp16 | int8)"),
     "engine": ("gpu", "engine the model runs on: gpu | cpu | dla"),
     "points_cpu_steps": (4, "CPU cap steps in the candidate grid"),
@@ -81,7 +87,12 @@ class GovernorNode(Node):
         # taken, which on a small machine starved the step timer for seconds (fallback late).
         # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
         self.state_pub = self.create_publisher(GovernorState, topics.GOVERNOR_STATE, 10)
-        self.create_subscription(InferenceStats, topics.INFERENCE_STATS, self.on_stats, 50)
+        # Without a streams parameter, the one stream is the suite's own inference/stats.
+        self.stats_topics = {s.name: self.resolve_topic_name(
+            s.stats_topic or (f"{s.name}/{topics.INFERENCE_STATS}" if p["streams"] else topics.INFERENCE_STATS))
+            for s in self.runtime.streams}
+        for name, topic in self.stats_topics.items():
+            self.create_subscription(InferenceStats, topic, partial(self.on_stats, name), 50)
         self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10)
         self.create_service(SetBool, topics.GOVERNOR_ENABLE, self.on_enable)
         self.create_service(SetTarget, topics.GOVERNOR_SET_TARGET, self.on_set_target)
@@ -90,24 +101,21 @@ class GovernorNode(Node):
         self.last_reason = ""
         gov = self.runtime.governor
         sim = " (SIMULATION)" if self.runtime.simulated else ""
+        targets = ", ".join(f"{s.name} p{s.percentile:g} <= {s.target_latency_ms:g} ms on {self.stats_topics[s.name]}"
+                            for s in self.runtime.streams)
         self.get_logger().info(f"governor {gov.mode} on {self.runtime.platform.identity().model}{sim}: "
-                               f"p{gov.config.percentile:g} <= {gov.config.target_latency_ms:g} ms, "
-                               f"{len(gov.candidates)} candidate points, found {gov.found.name}")
+                               f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
 
-    def on_stats(self, msg: InferenceStats) -> None:
-        self.runtime.models.observe(msg.model_id)
-        latency_s = convert.latency_s_from_stats(msg)
-        if latency_s is not None:
-            self.runtime.governor.observe_inference(latency_s, self.clock.now_s())
+    def on_stats(self, stream: str, msg: InferenceStats) -> None:
+        self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s())
 
     def on_power(self, msg: PowerTelemetry) -> None:
         self.runtime.governor.observe_power(convert.power_w_from_telemetry(msg), stamp_s(msg.header.stamp),
                                             convert.temperatures_from_msg(msg), msg.source)
 
     def on_step(self) -> None:
-        followed = self.runtime.follow_model()
-        if followed:
-            self.get_logger().info(followed)
+        for line in self.runtime.follow_models():
+            self.get_logger().info(line)
         decision = self.runtime.governor.step(self.clock.now_s())
         stamp = self.get_clock().now().to_msg()
         if decision.applied:
@@ -118,8 +126,8 @@ class GovernorNode(Node):
         gov = self.runtime.governor
         self.state_pub.publish(convert.governor_state_msg(
             decision, gov.config, mode=gov.mode, model_id=gov.model_id, model_note=gov.model_note,
-            current=gov.current, safe_point=gov.safe_point, switches=gov.switches, stamp=stamp,
-            last_change_stamp=self.last_change, simulated=self.runtime.simulated))
+            stats_topics=self.stats_topics, current=gov.current, safe_point=gov.safe_point, switches=gov.switches,
+            stamp=stamp, last_change_stamp=self.last_change, simulated=self.runtime.simulated))
 
     def on_enable(self, request, response):
         response.success, response.message = self.runtime.set_enabled(request.data)
@@ -127,15 +135,8 @@ class GovernorNode(Node):
         return response
 
     def on_set_target(self, request, response):
-        gov = self.runtime.governor
-        percentile = request.percentile or gov.config.percentile
-        try:
-            gov.set_target(request.target_latency_ms, percentile)
-        except ConfigError as exc:
-            response.success, response.message = False, f"target refused: {exc}"
-        else:
-            response.success = True
-            response.message = f"target p{percentile:g} <= {request.target_latency_ms:g} ms"
+        response.success, response.message = self.runtime.set_target(request.target_latency_ms, request.percentile,
+                                                                      request.stream)
         self.get_logger().info(response.message)
         return response
 

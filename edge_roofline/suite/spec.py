@@ -37,6 +37,8 @@ NODES = (
 ARGUMENTS = {
     "target_latency_ms": ("governor", "target_latency_ms", float, "governor latency target at its percentile (ms)"),
     "governor_mode": ("governor", "mode", str, "governor mode: off | advise | active"),
+    "governor_streams": ("governor", "streams", str,
+                         "governor streams: a YAML file, or a YAML list [{name: det, target_latency_ms: 30}, ...]"),
 }
 
 

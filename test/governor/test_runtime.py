@@ -3,8 +3,12 @@ fake pynvml: no roofline prior, each power limit learned by measuring it, the li
 start put back on close. No ROS."""
 
 import sys
+import time
+
+import pytest
 
 from edge_roofline.clock import SimClock
+from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.pointwise import PointwisePredictor
 from edge_roofline.governor.runtime import GovernorRuntime
 from test.platforms.test_nvml_platform import fake_pynvml
@@ -15,7 +19,7 @@ def params(tmp_path):
             "platform": "nvml", "sysfs_root": "/", "nvpmodel_cmd": "nvpmodel", "device": "",
             "model": "zoo:tiny_cnn", "precision": "fp16", "engine": "gpu", "points_cpu_steps": 4,
             "points_gpu_steps": 4, "points_emc_steps": 3, "points_core_options": "",
-            "points_include_presets": True, "safe_point": "", "prior_table": "",
+            "points_include_presets": True, "safe_point": "", "prior_table": "", "streams": "", "stream_timeout_s": 3.0,
             "state_path": str(tmp_path / "state.json"), "window_s": 5.0, "dwell_s": 3.0,
             "stale_telemetry_s": 1.0, "thermal_limit_c": 95.0, "thermal_margin_c": 5.0}
 
@@ -33,3 +37,67 @@ def test_runtime_governs_an_nvml_gpu_by_measuring_each_point(monkeypatch, tmp_pa
     assert fake.state["limit_mw"] == 100_000
     runtime.close()
     assert fake.state["limit_mw"] == 250_000  # the limit found at start
+
+
+STREAMS = "[{name: det, target_latency_ms: 30}, {name: seg, target_latency_ms: 80, percentile: 90}]"
+
+
+def test_runtime_with_streams_sets_targets_by_name_and_refuses_with_the_names(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    runtime = GovernorRuntime({**params(tmp_path), "model": "", "streams": STREAMS}, SimClock(0.0), log=list().append)
+    try:
+        assert [s.name for s in runtime.streams] == ["det", "seg"] and set(runtime.models) == {"det", "seg"}
+        assert runtime.set_target(60.0, 0.0, "seg") == (True, "seg: target p90 <= 60 ms")
+        assert runtime.governor.config.stream("seg").target_latency_ms == 60.0
+        assert runtime.governor.config.stream("det").target_latency_ms == 30.0
+        ok, message = runtime.set_target(60.0, 0.0, "")
+        assert not ok and message.startswith("target refused:") and "det, seg" in message
+        ok, message = runtime.set_target(60.0, 0.0, "tracker")
+        assert not ok and "'tracker'" in message and "det, seg" in message
+        ok, message = runtime.set_target(-1.0, 0.0, "det")
+        assert not ok and message.startswith("target refused:")
+        assert runtime.governor.config.stream("det").target_latency_ms == 30.0
+    finally:
+        runtime.close()
+
+
+def test_one_stream_keeps_the_unnamed_target(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    runtime = GovernorRuntime(params(tmp_path), SimClock(0.0), log=list().append)
+    try:
+        assert [s.name for s in runtime.streams] == ["default"]
+        assert runtime.set_target(25.0, 0.0) == (True, "target p95 <= 25 ms")
+        assert runtime.governor.config.target_latency_ms == 25.0
+    finally:
+        runtime.close()
+
+
+def test_each_stream_follows_its_own_model(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    runtime = GovernorRuntime({**params(tmp_path), "model": "", "streams": STREAMS}, SimClock(0.0), log=list().append)
+    try:
+        runtime.observe_stats("seg", "zoo:tiny_cnn", 0.010, 0.0)
+        runtime.observe_stats("det", "", None, 0.0)  # a frame that never ran, from a node naming no model
+        lines, deadline = [], time.monotonic() + 30
+        while not lines and time.monotonic() < deadline:
+            lines = runtime.follow_models()
+            time.sleep(0.01)
+        # Outside the device catalogue there is no roofline: the stream is learned by measuring.
+        assert lines == ["seg: no roofline for zoo:tiny_cnn on this device; learning by measuring"]
+        assert runtime.governor.streams["seg"].model_id == "zoo:tiny_cnn"
+        assert runtime.governor.streams["det"].model_id == ""
+    finally:
+        runtime.close()
+
+
+def test_a_flat_model_with_streams_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    with pytest.raises(ConfigError, match="model 'zoo:tiny_cnn' names no stream.*name: det, model: zoo:tiny_cnn"):
+        GovernorRuntime({**params(tmp_path), "streams": STREAMS}, SimClock(0.0), log=list().append)
+
+
+@pytest.mark.parametrize("timeout_s", [0.0, -1.0, float("nan")])
+def test_a_stream_timeout_that_would_silence_every_stream_is_refused(monkeypatch, tmp_path, timeout_s):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    with pytest.raises(ConfigError, match="stream_timeout_s must be > 0 s"):
+        GovernorRuntime({**params(tmp_path), "stream_timeout_s": timeout_s}, SimClock(0.0), log=list().append)

@@ -11,6 +11,8 @@ import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 
+from test.nodes.virtual_rig import cap_files
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -76,3 +78,15 @@ def watcher(env: dict, name: str = "test_watcher"):
 
 def log_text(path: Path) -> str:
     return path.read_text() if path.exists() else ""
+
+
+def kill_9_after_a_move(governor: subprocess.Popen, spin_until, procs: list, board: Path, found: dict,
+                        state_path: Path, log: Path) -> None:
+    """kill -9 a just started ``governor`` once it moved the board off ``found`` (a crash): the
+    crash record stays for the next start to put back."""
+    procs.append(governor)
+    assert spin_until(lambda: cap_files(board) != found, timeout_s=120, procs=procs), log_text(log)
+    governor.kill()
+    governor.wait()
+    procs.remove(governor)
+    assert state_path.exists() and cap_files(board) != found

@@ -11,7 +11,7 @@ import numpy as np
 
 from edge_roofline.ros import topics
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
-from test.nodes.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.rosutil import kill_9_after_a_move, log_text, start_node, stop_node, watcher
 from test.nodes.virtual_rig import DEVICE, MODEL, TARGET_MS, cap_files, energy_per_inference_j, governor_params
 
 def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_path):
@@ -78,15 +78,9 @@ def test_governor_saves_energy_holds_target_and_restores(board, ros_env, tmp_pat
             assert not state_path.exists()
 
             # kill -9 after it moved the device: the next start puts the found state back.
-            governor = start_node("governor", ros_env, governor_params(board, state_path, dwell_s=0.5),
-                                  logs["governor"])
-            procs.append(governor)
-            assert spin_until(lambda: cap_files(board) != found, timeout_s=120, procs=procs), \
-                log_text(logs["governor"])
-            governor.kill()
-            governor.wait()
-            procs.remove(governor)
-            assert state_path.exists() and cap_files(board) != found
+            kill_9_after_a_move(start_node("governor", ros_env, governor_params(board, state_path, dwell_s=0.5),
+                                           logs["governor"]), spin_until, procs, board, found, state_path,
+                                logs["governor"])
             states.clear()
             governor = start_node("governor", ros_env, governor_params(board, state_path, mode="off"),
                                   logs["governor2"])

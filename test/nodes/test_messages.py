@@ -11,7 +11,7 @@ from test.nodes.msg_peer import ARRAY_LEN, compare, fill
 
 PEER = Path(__file__).with_name("msg_peer.py")
 MESSAGES = ["LayerRoofline", "RooflineReport", "PowerRail", "PowerTelemetry", "OperatingPoint",
-            "GovernorState", "InferenceStats", "Tensor", "TensorArray"]
+            "GovernorState", "StreamState", "InferenceStats", "Tensor", "TensorArray"]
 
 
 def test_public_imports():

@@ -66,6 +66,8 @@ def test_launch_arguments_become_typed_overrides():
         {"governor": {"target_latency_ms": 20.0, "mode": "active"}}
     assert isinstance(argument_overrides({"target_latency_ms": "20"})["governor"]["target_latency_ms"], float)
     assert argument_overrides({"target_latency_ms": "", "governor_mode": None}) == {}
+    streams = "[{name: det, target_latency_ms: 30}]"  # the governor parses it: it stays the text given
+    assert argument_overrides({"governor_streams": streams}) == {"governor": {"streams": streams}}
     with pytest.raises(ValueError, match="target_latency_ms: expected a float"):
         argument_overrides({"target_latency_ms": "fast"})
     for node, param, _, _ in ARGUMENTS.values():
