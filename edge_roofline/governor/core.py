@@ -258,8 +258,9 @@ class Governor:
                                      sp.latency_std_s if sp else nan))
         binding = pred.binding if pred is not None else None
         # The headline numbers: the binding stream's, else the one furthest over its target.
-        head = max(statuses, key=lambda st: (binding is not None and st.name == binding.name, st.active,
-                                             np.nan_to_num(st.measured_latency_s / st.target_latency_ms, nan=-1.0)))
+        head = max(statuses, key=lambda st: (
+            binding is not None and st.name == binding.name, st.active,
+            np.nan_to_num(st.measured_latency_s * 1e3 / st.target_latency_ms, nan=-1.0)))
         rates = [w.rate_hz for w in windows.values() if w is not None]
         measured_energy = power_w / sum(rates) if rates and sum(rates) > 0 else nan
         predicted_energy = nan
