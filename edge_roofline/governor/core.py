@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
@@ -21,36 +20,16 @@ from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingP
 from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
+from .decision import Decision, report
 from .joint import JointEnergy, contention, predict_candidates, predict_point, stream_loads, uncontended
 from .points import candidate_points, catalogue_device
-from .policy import JointPrediction, choose
+from .policy import MAX_UTILISATION, JointPrediction, choose
 from .pointwise import PointwisePredictor
 from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
-from .streams import Stream, StreamStatus, StreamWindow
-
-
-@dataclass(frozen=True)
-class Decision:
-    point: OperatingPoint  # chosen (active: applied or in force; advise: recommended)
-    applied: bool  # a change was applied to the device in this step
-    reason: str
-    state: str  # disabled | waiting | holding | exploring | switching | advising | fallback
-    # The binding stream's numbers (the only stream's, with one):
-    predicted_latency_s: float
-    predicted_energy_j: float  # per inference, over every stream's inferences
-    measured_latency_s: float  # the target percentile over the window (NaN: too few samples)
-    measured_energy_per_inference_j: float
-    violation_rate: float
-    fallback_active: bool
-    predicted_latency_std_s: float = math.nan  # the predictor's uncertainty of that latency
-    window_samples: int = 0  # latencies in the measured window
-    streams: tuple[StreamStatus, ...] = ()
-    binding_stream: str = ""  # the stream whose target limits the choice ("" none)
-    predicted_power_w: float = math.nan  # module power at the chosen point
-    measured_power_w: float = math.nan  # mean over the window
+from .streams import Stream, StreamWindow
 
 
 class Governor:
@@ -85,9 +64,13 @@ class Governor:
         # A provisional point (the one found at start, or one being explored) may be left as soon
         # as it has been measured; a point chosen as the best is held for dwell_s.
         self._provisional = True
-        self._measured_here = False  # a calibration at the current point since the switch
+        self._exploring = False  # the current point is an exploration
+        self._descending = False  # ... one step down (choose)
+        self._unvisited = True  # the current point had not been measured under this workload
+        self._calibrated_here: set[str] = set()  # streams calibrated at the current point since the switch
         self._measured: set[str] = set()  # points measured under the current workload and rate
         self._missed: set[str] = set()  # points that missed a target under it (not tried again)
+        self._met: set[str] = set()  # points measured to meet every target under it
         self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
@@ -165,6 +148,9 @@ class Governor:
             return
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
             s.latencies.append((timestamp_s, float(latency_s)))
+        elif self._exploring and timestamp_s - latency_s >= self._last_switch_s:
+            # Arrived after a move from a point that met every target (no backlog behind it).
+            s.early.append(float(latency_s))
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
         """``source``: where the reading came from, named when it is implausible (a missing rail)."""
@@ -183,6 +169,7 @@ class Governor:
             self.streams[s.name].config = s
         self._explore_left = self.config.explore_budget
         self._missed.clear()
+        self._met.clear()
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -213,16 +200,18 @@ class Governor:
         self._explore_left = self.config.explore_budget
         self._measured.clear()
         self._missed.clear()
+        self._met.clear()
 
     def _workload_changed(self) -> None:
         """A stream started or stopped: what the windows hold was another mix of work."""
         self._new_workload()
         self._clear_windows()
-        self._measured_here = False
+        self._calibrated_here.clear()
 
     def _clear_windows(self) -> None:
         for s in self.streams.values():
             s.latencies.clear()
+            s.early.clear()
         self._power.clear()
 
     def shutdown(self) -> str:
@@ -248,31 +237,6 @@ class Governor:
             self._power.popleft()
         return float(np.mean([v for _, v in self._power])) if self._power else math.nan
 
-    def _decision(self, point, applied, reason, state, pred: JointPrediction | None, windows, power_w,
-                  fallback=False) -> Decision:
-        nan = math.nan
-        statuses = []
-        for s in self.streams.values():
-            sp = pred.stream(s.name) if pred is not None else None
-            statuses.append(s.status(windows.get(s.name), sp.latency_s if sp else nan,
-                                     sp.latency_std_s if sp else nan))
-        binding = pred.binding if pred is not None else None
-        # The headline numbers: the binding stream's, else the one furthest over its target.
-        head = max(statuses, key=lambda st: (
-            binding is not None and st.name == binding.name, st.active,
-            np.nan_to_num(st.measured_latency_s * 1e3 / st.target_latency_ms, nan=-1.0)))
-        rates = [w.rate_hz for w in windows.values() if w is not None]
-        measured_energy = power_w / sum(rates) if rates and sum(rates) > 0 else nan
-        predicted_energy = nan
-        if pred is not None and pred.streams:
-            predicted_energy = pred.power_w / sum(sp.input_rate_hz for sp in pred.streams)
-        return Decision(point, applied, reason, state, head.predicted_latency_s, predicted_energy,
-                        head.measured_latency_s, measured_energy,
-                        max((st.violation_rate for st in statuses), default=0.0), fallback,
-                        head.predicted_latency_std_s, head.window_samples, tuple(statuses),
-                        binding.name if binding is not None else "", pred.power_w if pred is not None else nan,
-                        power_w)
-
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
         try:
@@ -287,11 +251,12 @@ class Governor:
             # fallback applies the safe point again even where it was the current one.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
+        self._unvisited = point.name not in self._measured
         self.current = point
         self._in_doubt = False
         self.safety.note_switch(now_s)
         self._last_switch_s = now_s
-        self._measured_here = False
+        self._calibrated_here.clear()
         self._clear_windows()
         self.switches += 1
         return ""
@@ -316,7 +281,7 @@ class Governor:
         power_w = self._power_window(now_s)
 
         def decision(point, applied, reason, state, pred=None, fallback=False) -> Decision:
-            return self._decision(point, applied, reason, state, pred, windows, power_w, fallback)
+            return report(point, applied, reason, state, pred, self.streams.values(), windows, power_w, fallback)
 
         if self.mode == "off":
             return decision(self.current, False, "mode off", "disabled")
@@ -346,6 +311,16 @@ class Governor:
                 violations[s.name] = v
         if violations:
             self._missed.add(self.current.name)
+            self._met.discard(self.current.name)
+            if self._descending:
+                # The model said this step would miss and it did: it is less wrong than its
+                # error so far says, so the next steps reach less far.
+                for name in violations:
+                    self.streams[name].model_rel_error *= 0.5
+                self._descending = False
+        elif all(windows[s.name] is not None for s in active) and current.gpu_utilisation <= MAX_UTILISATION and all(
+                s.measured_percentile_s(windows[s.name]) <= self._limit_s(s) for s in active):
+            self._met.add(self.current.name)
         # Measured misses win over predictions: a point that missed, and every point slower in
         # every clock, is out; the fastest point stays (nowhere faster to go).
         fastest = self.dominance.fastest
@@ -357,19 +332,19 @@ class Governor:
         if not self.energy.has_energy:
             return decision(self.current, False, "calibrating: no energy measured yet", "waiting", current)
         dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
-            (self._provisional and self._measured_here)
+            (self._provisional and self._measured_here(now_s, active))
         if not violations and not dwell_over:
             return decision(self.current, False, "dwelling", "holding", current)
         choice = choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
                         measured=frozenset(self._measured | self._missed), provisional=self._provisional,
-                        fastest=fastest_pred)
+                        fastest=fastest_pred, met=frozenset(self._met), step_below=self.dominance.step_below)
         target = choice.prediction.point
         if target == self.current:
             return decision(target, False, choice.reason, "holding", choice.prediction)
         if self.mode == "advise":
             return decision(target, False, choice.reason, "advising", choice.prediction)
-        if not self.safety.may_switch(now_s):
+        if not self.safety.may_switch(now_s, abandon=self._exploring and bool(violations)):
             return decision(self.current, False, "rate limit: change deferred", "holding", current)
         error = self._apply(target, now_s)
         if error:
@@ -378,18 +353,27 @@ class Governor:
             self._explore_left -= 1
         # An exploration or an escape from a miss is a stopgap: leave it once it is measured.
         self._provisional = choice.exploring or bool(violations)
+        self._exploring = choice.exploring
+        self._descending = choice.descent
         return decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
                         choice.prediction)
+
+    def _measured_here(self, now_s: float, active: list[Stream]) -> bool:
+        """The current point has been measured: every active stream calibrated here, or, when a
+        slow stream has not filled its window within window_s, the others. (A point left as soon
+        as the fastest stream is measured would teach the slow one's predictor nothing.)"""
+        if all(s.name in self._calibrated_here for s in active):
+            return True
+        return bool(self._calibrated_here) and now_s - self._last_switch_s >= self.config.window_s
 
     def _calibrate(self, now_s: float, active: list[Stream], windows, power_w: float) -> None:
         """Each measured window feeds its stream's predictor (the contention it saw taken out)
         and, once every active stream has one, the shared power model."""
         measured = [s for s in active if windows[s.name] is not None]
-        if not measured or (self._measured_here and
-                            now_s - self._last_calibration_s < self.config.calibration_interval_s):
+        first_here = any(s.name not in self._calibrated_here for s in measured)
+        if not measured or (not first_here and now_s - self._last_calibration_s < self.config.calibration_interval_s):
             return
         self._last_calibration_s = now_s
-        self._measured_here = True
         loads = stream_loads(self.current, [(s, windows.get(s.name)) for s in active])
         stretches = dict(zip((s.name for s in active), contention(loads)[0]))
         gpu_s = {load.name: load.gpu_time_s for load in loads}
@@ -399,8 +383,15 @@ class Governor:
             lat, rate_hz = w.latencies_s, w.rate_hz
             mean = uncontended(float(lat.mean()), gpu_s[s.name], stretches[s.name])
             s.jitter_ratio = max(1.0, float(np.percentile(lat, s.config.percentile)) / float(lat.mean()))
-            before = s.predictor.predict(self.current, rate_hz).latency_s
-            if s.predictor.observations >= 3 and abs(mean / before - 1) > self.config.workload_change_rel:
+            expected = s.predictor.predict(self.current, rate_hz)
+            before = expected.latency_s
+            if s.name not in self._calibrated_here and self._unvisited:
+                # The first window at a point: how wrong the model was where it had not looked.
+                s.model_rel_error = 0.5 * s.model_rel_error + 0.5 * abs(mean / before - 1)
+            # The workload changed: a window far from the prediction, beyond what the model's
+            # own uncertainty allows (an unvisited point may be far off and still no surprise).
+            if s.predictor.observations >= 3 and abs(mean - before) > max(
+                    self.config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 s.predictor.forget(0.5)
                 self.energy.forget(0.5)
                 self._new_workload()
@@ -411,6 +402,15 @@ class Governor:
             s.predictor.update(self.current, mean, input_rate_hz=rate_hz, samples=len(lat),
                                latency_var_s2=float(lat.var()))
             observed.append((s.predictor, mean, rate_hz))
+        self._calibrated_here.update(s.name for s in measured)
         self._measured.add(self.current.name)
-        if len(measured) == len(active):  # power is every active stream's: attribute it only to all of them
-            self.energy.update(self.current, power_w, observed)
+        # Power is every active stream's. A slow stream (15 Hz) fills its window long after a
+        # fast one, usually after an exploration has moved on: its share is then its predicted
+        # latency at its last rate, so every visited point still teaches the power model.
+        for s in active:
+            if windows[s.name] is None:
+                solo = s.predictor.predict(self.current)
+                if not math.isfinite(solo.latency_s):
+                    return  # nothing known about its share (learned by measuring, none yet)
+                observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
+        self.energy.update(self.current, power_w, observed)

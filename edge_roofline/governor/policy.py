@@ -6,6 +6,7 @@ is least energy over time; with one stream it ranks points as energy per inferen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from edge_roofline.platforms.base import OperatingPoint
 
@@ -13,6 +14,9 @@ from edge_roofline.platforms.base import OperatingPoint
 # jitter, and one busy longer than the period queues without bound. The same holds for the GPU
 # that several streams share.
 MAX_UTILISATION = 0.95
+# A step down one axis is tried while its predicted percentile is within this many times the
+# model's demonstrated error of the limit (the error it made at the points it has visited).
+DESCENT_ERRORS = 2.0
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,13 @@ class StreamPrediction:
     input_rate_hz: float  # the rate, capped by what the point sustains
     limit_s: float  # target x (1 - margin)
     jitter_ratio: float  # measured percentile / mean
+    model_rel_error: float = 0.0  # how far off the model was at points it had not measured yet
+
+    def within_model_error(self) -> bool:
+        """The point may meet the target if the model is as wrong here as it has been."""
+        reach = 1.0 + DESCENT_ERRORS * self.model_rel_error
+        return self.latency_s * self.jitter_ratio <= self.limit_s * reach and \
+            self.latency_s * self.input_rate_hz <= MAX_UTILISATION * reach
 
     def meets(self, optimistic: bool = False) -> bool:
         """Predicted percentile under the limit and the input rate sustainable; ``optimistic``
@@ -46,6 +57,9 @@ class JointPrediction:
     def meets(self, optimistic: bool = False) -> bool:
         return self.gpu_utilisation <= MAX_UTILISATION and all(s.meets(optimistic) for s in self.streams)
 
+    def within_model_error(self) -> bool:
+        return self.gpu_utilisation <= MAX_UTILISATION and all(s.within_model_error() for s in self.streams)
+
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)
 
@@ -61,11 +75,13 @@ class Choice:
     prediction: JointPrediction
     reason: str
     exploring: bool = False
+    descent: bool = False  # an exploration one step down (see choose)
 
 
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
            hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
-           provisional: bool = False, fastest: JointPrediction | None = None) -> Choice:
+           provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
+           step_below: Callable[[str], set[str]] | None = None) -> Choice:
     """``violations``: per stream that missed, its measured percentile over its limit; only
     points predicted faster for that stream than the current one by that factor qualify.
     ``measured``: names of points already measured under this workload (not explored again).
@@ -73,7 +89,11 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     does not protect: it stays only while it is predicted the best.
     ``fastest``: the truly fastest point (it dominates every other one in clocks and cores),
     where the choice goes and stays while nothing is predicted to meet the targets; ``None``:
-    the point predicted fastest for the binding stream."""
+    the point predicted fastest for the binding stream.
+    ``met``: points measured to meet every target under this workload: feasible whatever the
+    model predicts (measurements win, both ways).
+    ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
+    (explored) from the best point while the model may be wrong about them."""
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:
@@ -81,7 +101,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
             return all((s := p.stream(name)) is not None and (c := current.stream(name)) is not None
                        and s.latency_s <= c.latency_s / scale for name, scale in violations.items())
         pool = [p for p in predictions if faster_where_missed(p)] or [fastest]
-    feasible = [p for p in pool if p.meets()]
+    feasible = [p for p in pool if p.meets() or p.point.name in met]
     if not feasible:
         return Choice(fastest, "no point is predicted to meet the target: fastest point")
     best = min(feasible, key=lambda p: p.power_w)
@@ -105,10 +125,23 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         if promising and not violations:
             pick = min(promising, key=lambda p: p.power_w)
             return Choice(pick, "exploring a point that may meet the target and save much energy", True)
+        # Where the model's features miss how this device's latency moves along an axis (it
+        # has been wrong at the points it visited), its prediction below the best point is not
+        # to be trusted and only measuring tells: one step down a single axis (less power
+        # whatever the model says), the cheapest such point that may meet every target if the
+        # model is as wrong there. A miss costs a few inferences (caught early) and rules it
+        # and every point below it out.
+        below = step_below(best.point.name) if step_below is not None and not violations else set()
+        steps = [p for p in pool if p.point.name in below and p.point.name not in measured
+                 and p.within_model_error()]
+        if steps:
+            pick = min(steps, key=lambda p: p.power_w)
+            return Choice(pick, "exploring one step down from the best point", True, True)
     if violations:
         worst = max(violations, key=violations.get)
         where = f" ({worst})" if len(current.streams) > 1 else ""
         return Choice(best, f"measured percentile {violations[worst]:.2f} x target{where}: faster point")
-    if current.meets() and not provisional and best.power_w > current.power_w * (1.0 - hysteresis):
+    current_meets = current.meets() or current.point.name in met
+    if current_meets and not provisional and best.power_w > current.power_w * (1.0 - hysteresis):
         return Choice(current, "holding: no point saves enough energy")
     return Choice(best, "lowest predicted energy meeting the target")

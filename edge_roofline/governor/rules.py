@@ -42,6 +42,19 @@ class Dominance:
             self.above = [[j for j in range(n) if j != i and keys[j][0] == keys[i][0]
                            and all(a >= b for a, b in zip(keys[j][1], keys[i][1]))] for i in range(n)]
         self._index = {p.name: i for i, p in enumerate(self.points)}
+        # One step down from each point: per axis (a clock or the cores), the nearest candidate
+        # below it on that axis alone.
+        self.below: list[set[int]] = [set() for _ in range(n)]
+        if device is not None:
+            for i in range(n):
+                nearest: dict[int, int] = {}
+                for j in range(n):
+                    if i in self.above[j]:
+                        differ = [k for k in range(4) if keys[j][1][k] != keys[i][1][k]]
+                        if len(differ) == 1 and (differ[0] not in nearest or
+                                                 keys[j][1][differ[0]] > keys[nearest[differ[0]]][1][differ[0]]):
+                            nearest[differ[0]] = j
+                self.below[i] = set(nearest.values())
         # The point that dominates every other one (the first of equals), if there is one.
         top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
         self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
@@ -51,6 +64,12 @@ class Dominance:
         idx = {self._index[n] for n in names if n in self._index}
         return set(names) | {self.points[i].name for i in range(len(self.points))
                              if any(j in idx for j in self.above[i])}
+
+    def step_below(self, name: str) -> set[str]:
+        """The candidates one step below ``name`` on a single axis (slower there, the same
+        elsewhere): slower in one clock only, so they draw less power."""
+        i = self._index.get(name)
+        return set() if i is None else {self.points[j].name for j in self.below[i]}
 
     def envelope(self, predictions: list[Prediction]) -> list[Prediction]:
         """``predictions`` (one per candidate, in candidate order) made monotone."""

@@ -74,10 +74,12 @@ class SafetyMonitor:
         self._switch_times_s = [t for t in self._switch_times_s if now_s - t < 60.0] + [now_s]
 
     # ---- checks ------------------------------------------------------------------------
-    def may_switch(self, now_s: float) -> bool:
-        """The rate limit: a minimum interval and a cap per minute."""
+    def may_switch(self, now_s: float, abandon: bool = False) -> bool:
+        """The rate limit: a minimum interval and a cap per minute. ``abandon``: leaving an
+        exploration that missed a target, which the interval does not hold there (every
+        inference there is late; the explorations are bounded, and the cap still counts it)."""
         recent = [t for t in self._switch_times_s if now_s - t < 60.0]
-        if recent and now_s - recent[-1] < self.config.min_switch_interval_s:
+        if recent and now_s - recent[-1] < self.config.min_switch_interval_s and not abandon:
             return False
         return len(recent) < self.config.max_switches_per_min
 

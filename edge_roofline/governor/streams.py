@@ -50,9 +50,15 @@ class Stream:
         self.model_id = ""  # the model the predictor describes ("" before the first one is known)
         self.model_note = ""  # why there is no roofline for it (learned by measuring), if so
         self.latencies: deque[tuple[float, float]] = deque()  # (t, latency) at the current point
+        # Latencies inside the settle time after a switch that ran wholly after it: too early to
+        # calibrate with, but a miss among them is a miss of the new point.
+        self.early: list[float] = []
         self.last_seen_s = -math.inf
         self.active = False
         self.jitter_ratio = 1.0
+        # How far off the predictor was at the points it had not measured yet (a running mean
+        # of |measured / predicted - 1| at each point's first window).
+        self.model_rel_error = 0.0
         self.calibrated_rate_hz: float | None = None
 
     @property
@@ -72,15 +78,19 @@ class Stream:
         span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)
         return StreamWindow(lat, (len(lat) - 1) / span_s)
 
+    def measured_percentile_s(self, window: StreamWindow) -> float:
+        return float(np.percentile(window.latencies_s, self.config.percentile))
+
     def violation(self, window: StreamWindow | None, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the target is missed, else None. Before the window
-        is full, a miss is certain once more samples are over the target than the percentile
-        allows in a full window: no later sample can bring the percentile back under it."""
+        is full, a miss is certain once more samples (those inside the settle time that ran
+        wholly at this point included) are over the target than the percentile allows in a full
+        window: no later sample can bring the percentile back under it."""
         target_s = self.config.target_latency_s
         if window is not None:
             lat = window.latencies_s
         else:
-            lat = np.array([v for _, v in self.latencies])
+            lat = np.array(self.early + [v for _, v in self.latencies])
             allowed = (1.0 - self.config.percentile / 100.0) * min_samples
             if not len(lat) or np.count_nonzero(lat > target_s) <= allowed:
                 return None

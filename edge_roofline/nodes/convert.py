@@ -13,7 +13,7 @@ from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, Pow
                                StreamState, Tensor, TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
 from edge_roofline.governor.config import GovernorConfig
-from edge_roofline.governor.core import Decision
+from edge_roofline.governor.decision import Decision
 from edge_roofline.governor.streams import StreamStatus
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis

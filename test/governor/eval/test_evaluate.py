@@ -32,12 +32,7 @@ def test_multi_stream_scenario_scores_every_stream_against_the_joint_oracle(two_
     assert ev.scores["oracle"].energy_j <= ev.scores["maxn"].energy_j
     assert ev.scores["oracle"].energy_per_inference_j <= 1.01 * ev.scores["best_static"].energy_per_inference_j
     assert ev.scores["oracle"].violation_rate <= 0.01
-    # the governor's acceptance (issue 13) but for energy vs the joint oracle, tested below
+    # the governor's acceptance (issue 13): every criterion on the shipped seed
+    assert c["energy_vs_oracle"]["value"] <= 1.05, ev.to_dict()["criteria"]
     assert c["violation_rate"]["value"] <= 0.01
     assert c["saving_vs_maxn"]["applies"] and c["saving_vs_maxn"]["value"] >= 0.15
-
-
-@pytest.mark.xfail(strict=True, reason="measured 1.080 x the joint oracle on ms_agx_two: the multi-stream core settles "
-                                       "on a higher CPU cap (cpu2202) than the oracle's cpu576; docs/governor_eval.md")
-def test_governor_within_5_percent_of_the_joint_oracle_on_a_multi_stream_scenario(two_streams):
-    assert two_streams.criteria()["energy_vs_oracle"]["value"] <= 1.05

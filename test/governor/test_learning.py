@@ -1,0 +1,104 @@
+"""What the governor learns by measuring where its model is wrong (issue 13): one step down a
+single axis from the best point, points measured to meet, an exploration that misses left at
+once, and a slow stream measured before a point is left."""
+
+from edge_roofline.governor.points import effective_clocks
+from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.predictor import Predictor
+from edge_roofline.governor.rules import Dominance
+from edge_roofline.platforms.base import OperatingPoint
+
+from .fake_law import DEVICE, drive
+from .test_multistream import STREAMS, make
+from .test_multistream import drive as drive_streams
+from .test_rules import grid, launch_bound_governor, launch_bound_latency_s
+
+LIMIT_S = 0.010
+CHOICE = dict(violations={}, hysteresis=0.03, explore=True, explore_min_rel_std=0.08)
+
+
+def point(name: str, latency_ms: float, power_w: float, model_rel_error: float = 0.0) -> JointPrediction:
+    stream = StreamPrediction("default", latency_ms / 1e3, 0.05e-3, 30.0, LIMIT_S, 1.0, model_rel_error)
+    return JointPrediction(OperatingPoint(name), (stream,), power_w, 0.01 * power_w)
+
+
+def test_one_step_below_is_one_level_down_one_axis():
+    points = grid()
+    dominance = Dominance(DEVICE, points)
+    keys = {p.name: effective_clocks(DEVICE, p) for p in points}
+
+    def axes(name):
+        c = keys[name]
+        return c.cpu_freq_hz, c.gpu_freq_hz, c.emc_freq_hz, c.cpu_online_cores
+
+    checked = 0
+    for p in points:
+        for name in dominance.step_below(p.name):
+            here, there = axes(p.name), axes(name)
+            differ = [k for k in range(4) if here[k] != there[k]]
+            assert len(differ) == 1 and there[differ[0]] < here[differ[0]], (p.name, name)
+            k = differ[0]
+            between = [q.name for q in points if axes(q.name)[k] < here[k] and axes(q.name)[k] > there[k]
+                       and all(axes(q.name)[j] == here[j] for j in range(4) if j != k)]
+            assert not between, f"{name} is not the next level below {p.name}: {between}"
+            checked += 1
+    assert checked > len(points)  # most points have a step down on several axes
+
+
+def test_a_step_down_is_explored_only_where_the_model_has_been_wrong():
+    best = point("best", 8.0, 10.0)
+    below = point("below", 11.0, 9.0)  # predicted 10 % over the limit
+    steps = {"best": {"below"}}.get
+    trusted = choose([best, below], best, step_below=lambda n: steps(n) or set(), **CHOICE)
+    assert trusted.prediction is best and not trusted.exploring
+    wrong = point("below", 11.0, 9.0, model_rel_error=0.1)  # 2 x 10 %: within reach
+    choice = choose([point("best", 8.0, 10.0, 0.1), wrong], best, step_below=lambda n: steps(n) or set(), **CHOICE)
+    assert choice.exploring and choice.prediction is wrong and "one step down" in choice.reason
+    # twice the model's error is the reach: 30 % over the limit is not tried
+    far = point("below", 13.0, 9.0, model_rel_error=0.1)
+    assert choose([best, far], best, step_below=lambda n: steps(n) or set(), **CHOICE).prediction is best
+
+
+def test_a_point_measured_to_meet_is_feasible_whatever_the_model_says():
+    here = point("here", 8.0, 10.0)
+    cheap = point("cheap", 11.0, 8.0)  # predicted to miss
+    options = dict(CHOICE, explore=False)
+    assert choose([here, cheap], here, **options).prediction is here
+    assert choose([here, cheap], here, met=frozenset({"cheap"}), **options).prediction is cheap
+
+
+def test_an_exploration_that_misses_is_left_at_once(tmp_path):
+    # A launch-bound model at a tight target: the first exploration misses; the minimum
+    # interval between switches must not hold the governor there.
+    gov, platform, clock = launch_bound_governor(tmp_path, 1.3)
+    decisions = drive(gov, platform, clock, 10.0, rate_hz=60.0, latency_law=launch_bound_latency_s)
+    times = [(i * 0.1, d) for i, d in enumerate(decisions) if d.applied]
+    left = [(t1 - t0, d0.point.name) for (t0, d0), (t1, d1) in zip(times, times[1:])
+            if d0.state == "exploring" and d1.reason.startswith("measured percentile")]
+    assert left, [d.reason for _, d in times]
+    interval_s = gov.config.safety.min_switch_interval_s
+    assert all(dt < interval_s for dt, _ in left), (left, interval_s)
+
+
+def test_every_stream_is_measured_before_an_exploration_is_left(tmp_path):
+    # A 5 Hz stream needs 2.4 s for its window: a point left once the 30 Hz one is measured
+    # would teach the slow stream's predictor nothing.
+    streams = {"det": STREAMS["det"], "seg": (5.0, 2.0, 60.0)}
+    gov, platform, clock = make(tmp_path, streams)
+    seg = gov.streams["seg"]
+    calibrated_at = []
+    update = Predictor.update
+
+    def record(predictor, point, *args, **kwargs):
+        if predictor is seg.predictor:
+            calibrated_at.append(point.name)
+        return update(predictor, point, *args, **kwargs)
+
+    Predictor.update = record
+    try:
+        decisions = drive_streams(gov, platform, clock, 30.0, streams=streams)
+    finally:
+        Predictor.update = update
+    explored = [d.point.name for d in decisions[:-30] if d.applied and d.state == "exploring"]
+    assert explored
+    assert set(explored) <= set(calibrated_at), sorted(set(explored) - set(calibrated_at))
