@@ -270,7 +270,8 @@ class Governor:
     def _predict_all(self, active: list[Stream], windows) -> list[JointPrediction]:
         """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
         return predict_candidates(self.candidates, self.dominance,
-                                  [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy)
+                                  [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy,
+                                  self._measured)
 
     def step(self, now_s: float) -> Decision:
         self._expire_streams(now_s)

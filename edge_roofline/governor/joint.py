@@ -163,9 +163,11 @@ def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindo
 
 def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
                        streams: list[tuple[Stream, StreamWindow | None, float]],
-                       energy: JointEnergy) -> list[JointPrediction]:
-    """``predict_point`` at every candidate, each stream's latency made monotone in the clocks."""
+                       energy: JointEnergy, measured: set[str] = frozenset()) -> list[JointPrediction]:
+    """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
+    and the power at least that of every ``measured`` point it dominates (rules.py)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
     per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
-    return [JointPrediction(j.point, tuple(col[i] for col in per_stream), j.power_w, j.power_std_w,
+    powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
+    return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]

@@ -8,6 +8,8 @@
   slow point behind it); a prediction is only ever made more pessimistic.
 - The truly fastest point: the candidate that dominates every other one (MAXN's clocks with
   every core), where the governor goes and stays when nothing is predicted to meet the target.
+- Power rises with the clocks: a point that dominates a measured one is never predicted to draw
+  less power at the same work (``Dominance.power_envelope``).
 - Measured misses win: a point measured to miss, and every point it dominates (slower in every
   clock), is out of the choice under the same workload and rate; the fastest point never is
   (there is nowhere faster to go).
@@ -17,6 +19,7 @@ These read only the catalogue's clock tables and the candidate list, never the d
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -70,6 +73,21 @@ class Dominance:
         elsewhere): slower in one clock only, so they draw less power."""
         i = self._index.get(name)
         return set() if i is None else {self.points[j].name for j in self.below[i]}
+
+    def power_envelope(self, powers_w: list[float], measured: set[str]) -> list[float]:
+        """``powers_w`` (one per candidate) raised where a point dominates a ``measured`` one:
+        at the same work, a point with every clock and core >= another's draws at least its
+        power (dynamic power goes as f V^2 and busy time as 1 / f, so busy energy rises with the
+        clock; idle power does too). A fit from a few windows can extrapolate a faster point
+        below a slower one it has measured. Only measured points raise others: an
+        extrapolation at a corner never visited would carry its error to every point above."""
+        out = list(powers_w)
+        for i, above in enumerate(self.above):
+            if self.points[i].name in measured and math.isfinite(powers_w[i]):
+                for j in above:
+                    if not powers_w[i] <= out[j]:
+                        out[j] = powers_w[i]
+        return out
 
     def envelope(self, predictions: list[Prediction]) -> list[Prediction]:
         """``predictions`` (one per candidate, in candidate order) made monotone."""

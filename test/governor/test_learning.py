@@ -102,3 +102,21 @@ def test_every_stream_is_measured_before_an_exploration_is_left(tmp_path):
     explored = [d.point.name for d in decisions[:-30] if d.applied and d.state == "exploring"]
     assert explored
     assert set(explored) <= set(calibrated_at), sorted(set(explored) - set(calibrated_at))
+
+
+def test_a_point_above_a_measured_one_is_never_predicted_to_draw_less():
+    points = grid()
+    dominance = Dominance(DEVICE, points)
+    names = [p.name for p in points]
+    powers = [10.0 + (k * 7) % 5 for k in range(len(points))]  # no order at all
+    measured = next(i for i, p in enumerate(points) if len(dominance.above[i]) >= 5)
+    powers[measured] = 30.0  # measured high: every point above it must be at least that
+    unmeasured_high = next(i for i in range(len(points)) if i != measured and dominance.above[i]
+                           and measured not in dominance.above[i])
+    powers[unmeasured_high] = 40.0  # an extrapolation: it must not carry to the points above it
+    out = dominance.power_envelope(powers, {names[measured]})
+    for j in range(len(points)):
+        if j in dominance.above[measured]:
+            assert out[j] >= 30.0, names[j]
+        else:
+            assert out[j] == powers[j], names[j]
