@@ -16,7 +16,7 @@ import numpy as np
 
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
-                                          PlatformError, RebootRequiredError)
+                                          RebootRequiredError)
 from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
@@ -28,7 +28,7 @@ from .pointwise import PointwisePredictor
 from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
-from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power
+from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .streams import Stream, StreamWindow
 
 
@@ -45,7 +45,7 @@ class Governor:
         # learned one by one.
         self.device = catalogue_device(platform)
         self.store = store or StateStore(config.state_path or None)
-        Governor.recover(platform, self.store)
+        recover(platform, self.store)
         self.found = platform.current_operating_point()
         self.record_found()
         self.safe_point = self.found
@@ -71,6 +71,7 @@ class Governor:
         self._measured: set[str] = set()  # points measured under the current workload and rate
         self._missed: set[str] = set()  # points that missed a target under it (not tried again)
         self._met: set[str] = set()  # points measured to meet every target under it
+        self._near: set[str] = set()  # ... every target, but not every limit (target x (1 - margin))
         self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
@@ -109,26 +110,6 @@ class Governor:
         file as found), saved before the first change."""
         self.store.save(self.found, self.platform.found_record())
 
-    @staticmethod
-    def recover(platform: Platform, store: StateStore) -> str | None:
-        """A record left by a run that did not shut down: put back what it found, clear it, and
-        say what was restored (None: no record). A record the platform cannot put back whole
-        is kept, and the ApplyError names what failed."""
-        record = store.load()
-        if record is None:
-            return None
-        try:
-            if record.platform is not None:
-                restored = platform.restore_record(record.platform)
-            else:
-                platform.apply(record.found_point)
-                restored = (f"restored {record.found_point.name} by applying it: a format-{record.format} record "
-                            f"holds no cap files, so caps it does not name are the preset's own, not as found")
-        except PlatformError as exc:
-            raise ApplyError(f"crash record {store.path} not fully put back: {exc}; the record is kept: "
-                             f"fix the cause and start again") from None
-        store.clear()
-        return f"{restored} (from crash record {store.path})"
 
     # ---- inputs ------------------------------------------------------------------------
     def _stream(self, name: str | None) -> Stream:
@@ -170,6 +151,7 @@ class Governor:
         self._explore_left = self.config.explore_budget
         self._missed.clear()
         self._met.clear()
+        self._near.clear()
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -201,6 +183,7 @@ class Governor:
         self._measured.clear()
         self._missed.clear()
         self._met.clear()
+        self._near.clear()
 
     def _workload_changed(self) -> None:
         """A stream started or stopped: what the windows hold was another mix of work."""
@@ -319,9 +302,12 @@ class Governor:
                 for name in violations:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
-        elif all(windows[s.name] is not None for s in active) and current.gpu_utilisation <= MAX_UTILISATION and all(
-                s.measured_percentile_s(windows[s.name]) <= self._limit_s(s) for s in active):
-            self._met.add(self.current.name)
+        elif all(windows[s.name] is not None for s in active) and current.gpu_utilisation <= MAX_UTILISATION:
+            percentiles = {s.name: s.measured_percentile_s(windows[s.name]) for s in active}
+            if all(percentiles[s.name] <= self._limit_s(s) for s in active):
+                self._met.add(self.current.name)
+            else:  # every target met, not every margin
+                self._near.add(self.current.name)
         # Measured misses win over predictions: a point that missed, and every point slower in
         # every clock, is out; the fastest point stays (nowhere faster to go).
         fastest = self.dominance.fastest
@@ -339,7 +325,8 @@ class Governor:
         choice = choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
                         measured=frozenset(self._measured | self._missed), provisional=self._provisional,
-                        fastest=fastest_pred, met=frozenset(self._met), step_below=self.dominance.step_below)
+                        fastest=fastest_pred, met=frozenset(self._met), step_below=self.dominance.step_below,
+                        near=frozenset(self._near), step_above=self.dominance.step_above)
         target = choice.prediction.point
         if target == self.current:
             return decision(target, False, choice.reason, "holding", choice.prediction)

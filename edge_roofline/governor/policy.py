@@ -81,7 +81,8 @@ class Choice:
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
            hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
            provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
-           step_below: Callable[[str], set[str]] | None = None) -> Choice:
+           step_below: Callable[[str], set[str]] | None = None, near: frozenset[str] = frozenset(),
+           step_above: Callable[[str], set[str]] | None = None) -> Choice:
     """``violations``: per stream that missed, its measured percentile over its limit; only
     points predicted faster for that stream than the current one by that factor qualify.
     ``measured``: names of points already measured under this workload (not explored again).
@@ -93,7 +94,9 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     ``met``: points measured to meet every target under this workload: feasible whatever the
     model predicts (measurements win, both ways).
     ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
-    (explored) from the best point while the model may be wrong about them."""
+    (explored) from the best point while the model may be wrong about them.
+    ``near``: points measured to meet every target but not every limit (the margin);
+    ``step_above``: the points one step above a point on a single axis, tried from those."""
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:
@@ -106,6 +109,14 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         return Choice(fastest, "no point is predicted to meet the target: fastest point")
     best = min(feasible, key=lambda p: p.power_w)
     if explore:
+        # A point measured to meet every target but not the margin: a point one step above it
+        # on a single axis meets the targets too (it is at least as fast) and likely the
+        # margin. The cheapest unmeasured one cheaper than the best is tried: no risk of a miss.
+        above = set().union(*map(step_above, near)) if step_above is not None and not violations else set()
+        ups = [p for p in pool if p.point.name in above and p.point.name not in measured and p.power_w < best.power_w]
+        if ups:
+            return Choice(min(ups, key=lambda p: p.power_w), "exploring one step above a point that met the targets "
+                          "inside the margin", True)
         # Worth a look: not measured yet, uncertain, and possibly cheaper than the best. Of
         # those, the one predicted cheapest: exploring it costs least and it is the likeliest
         # to be the real best (the most uncertain one is usually an expensive corner).

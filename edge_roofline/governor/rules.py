@@ -45,19 +45,21 @@ class Dominance:
             self.above = [[j for j in range(n) if j != i and keys[j][0] == keys[i][0]
                            and all(a >= b for a, b in zip(keys[j][1], keys[i][1]))] for i in range(n)]
         self._index = {p.name: i for i, p in enumerate(self.points)}
-        # One step down from each point: per axis (a clock or the cores), the nearest candidate
-        # below it on that axis alone.
+        # One step down and up from each point: per axis (a clock or the cores), the nearest
+        # candidate below (above) it on that axis alone.
         self.below: list[set[int]] = [set() for _ in range(n)]
-        if device is not None:
-            for i in range(n):
-                nearest: dict[int, int] = {}
-                for j in range(n):
-                    if i in self.above[j]:
-                        differ = [k for k in range(4) if keys[j][1][k] != keys[i][1][k]]
-                        if len(differ) == 1 and (differ[0] not in nearest or
-                                                 keys[j][1][differ[0]] > keys[nearest[differ[0]]][1][differ[0]]):
-                            nearest[differ[0]] = j
-                self.below[i] = set(nearest.values())
+        self.one_above: list[set[int]] = [set() for _ in range(n)]
+        for i in range(n):
+            for j in self.above[i]:  # j dominates i: is it one step up from i on one axis?
+                differ = [k for k in range(4) if keys[j][1][k] != keys[i][1][k]]
+                if len(differ) != 1:
+                    continue
+                k = differ[0]
+                between = any(keys[m][0] == keys[i][0] and keys[i][1][k] < keys[m][1][k] < keys[j][1][k]
+                              and all(keys[m][1][a] == keys[i][1][a] for a in range(4) if a != k) for m in range(n))
+                if not between:
+                    self.one_above[i].add(j)
+                    self.below[j].add(i)
         # The point that dominates every other one (the first of equals), if there is one.
         top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
         self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
@@ -73,6 +75,11 @@ class Dominance:
         elsewhere): slower in one clock only, so they draw less power."""
         i = self._index.get(name)
         return set() if i is None else {self.points[j].name for j in self.below[i]}
+
+    def step_above(self, name: str) -> set[str]:
+        """The candidates one step above ``name`` on a single axis: at least as fast anywhere."""
+        i = self._index.get(name)
+        return set() if i is None else {self.points[j].name for j in self.one_above[i]}
 
     def power_envelope(self, powers_w: list[float], measured: set[str]) -> list[float]:
         """``powers_w`` (one per candidate) raised where a point dominates a ``measured`` one:

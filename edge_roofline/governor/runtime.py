@@ -12,7 +12,7 @@ from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.model_follow import ModelFollower
-from edge_roofline.governor.safety import StateStore
+from edge_roofline.governor.safety import StateStore, recover
 from edge_roofline.models.source import load_model_source
 from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError
 from edge_roofline.roofline.ceilings import preset_ceilings
@@ -67,7 +67,7 @@ def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
     a recovery, so what it records as "found" (every cap file) is the recovered state and not
     the crashed run's. Returns the "restored ..." line (None: no crash record)."""
     platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
-    recovered = Governor.recover(platform, store)
+    recovered = recover(platform, store)
     if recovered is not None:
         platform = create_platform(spec, sysfs_root=sysfs_root, nvpmodel_cmd=nvpmodel_cmd)
     return platform, recovered

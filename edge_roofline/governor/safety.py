@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.platforms.base import ApplyError, OperatingPoint, Platform, PlatformError
 
 from .config import ConfigError, SafetyConfig
 
@@ -192,3 +192,24 @@ class StateStore:
     def clear(self) -> None:
         if self.path is not None and self.path.exists():
             self.path.unlink()
+
+
+def recover(platform: Platform, store: StateStore) -> str | None:
+    """A record left by a run that did not shut down: put back what it found, clear it, and
+    say what was restored (None: no record). A record the platform cannot put back whole
+    is kept, and the ApplyError names what failed."""
+    record = store.load()
+    if record is None:
+        return None
+    try:
+        if record.platform is not None:
+            restored = platform.restore_record(record.platform)
+        else:
+            platform.apply(record.found_point)
+            restored = (f"restored {record.found_point.name} by applying it: a format-{record.format} record "
+                        f"holds no cap files, so caps it does not name are the preset's own, not as found")
+    except PlatformError as exc:
+        raise ApplyError(f"crash record {store.path} not fully put back: {exc}; the record is kept: "
+                         f"fix the cause and start again") from None
+    store.clear()
+    return f"{restored} (from crash record {store.path})"

@@ -120,3 +120,24 @@ def test_a_point_above_a_measured_one_is_never_predicted_to_draw_less():
             assert out[j] >= 30.0, names[j]
         else:
             assert out[j] == powers[j], names[j]
+
+
+def test_a_point_that_met_the_targets_inside_the_margin_is_left_one_step_up():
+    # Measured under every target but over target x (1 - margin): a point one step above it on
+    # a single axis is at least as fast, so it meets the targets too; the cheapest is tried
+    # even where the model predicts it misses the margin.
+    best = point("best", 8.0, 12.0)
+    near, up, far = point("near", 10.2, 9.0), point("up", 10.1, 9.5), point("far", 10.05, 11.0)
+    options = dict(CHOICE, measured=frozenset({"best", "near"}))
+    without = choose([best, near, up, far], best, **options)
+    assert without.prediction is best and not without.exploring
+    choice = choose([best, near, up, far], best, near=frozenset({"near"}), step_above=lambda n: {"up", "far"}
+                    if n == "near" else set(), **options)
+    assert choice.exploring and choice.prediction is up and "one step above" in choice.reason
+
+
+def test_one_step_above_mirrors_one_step_below():
+    dominance = Dominance(DEVICE, grid())
+    pairs_up = {(p.name, q) for p in dominance.points for q in dominance.step_above(p.name)}
+    pairs_down = {(q, p.name) for p in dominance.points for q in dominance.step_below(p.name)}
+    assert pairs_up and pairs_up == pairs_down
