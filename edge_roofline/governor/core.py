@@ -110,7 +110,6 @@ class Governor:
         file as found), saved before the first change."""
         self.store.save(self.found, self.platform.found_record())
 
-
     # ---- inputs ------------------------------------------------------------------------
     def _stream(self, name: str | None) -> Stream:
         return self.streams[self.config.stream_name(name)]
@@ -148,10 +147,7 @@ class Governor:
         self.config = self.config.with_target(latency_ms, percentile, stream)
         for s in self.config.stream_configs:
             self.streams[s.name].config = s
-        self._explore_left = self.config.explore_budget
-        self._missed.clear()
-        self._met.clear()
-        self._near.clear()
+        self._new_target()
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -177,13 +173,18 @@ class Governor:
         s.latencies.clear()
         self._power.clear()
 
-    def _new_workload(self) -> None:
-        """Model, rate or behaviour changed: exploration starts again, every point unmeasured."""
+    def _new_target(self) -> None:
+        """What each point measured still holds, but not whether it met the targets:
+        exploration starts again."""
         self._explore_left = self.config.explore_budget
-        self._measured.clear()
         self._missed.clear()
         self._met.clear()
         self._near.clear()
+
+    def _new_workload(self) -> None:
+        """Model, rate or behaviour changed: exploration starts again, every point unmeasured."""
+        self._new_target()
+        self._measured.clear()
 
     def _workload_changed(self) -> None:
         """A stream started or stopped: what the windows hold was another mix of work."""
@@ -303,8 +304,7 @@ class Governor:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
         elif all(windows[s.name] is not None for s in active) and current.gpu_utilisation <= MAX_UTILISATION:
-            percentiles = {s.name: s.measured_percentile_s(windows[s.name]) for s in active}
-            if all(percentiles[s.name] <= self._limit_s(s) for s in active):
+            if all(s.measured_percentile_s(windows[s.name]) <= self._limit_s(s) for s in active):
                 self._met.add(self.current.name)
             else:  # every target met, not every margin
                 self._near.add(self.current.name)
@@ -370,7 +370,7 @@ class Governor:
             w = windows[s.name]
             lat, rate_hz = w.latencies_s, w.rate_hz
             mean = uncontended(float(lat.mean()), gpu_s[s.name], stretches[s.name])
-            s.jitter_ratio = max(1.0, float(np.percentile(lat, s.config.percentile)) / float(lat.mean()))
+            s.jitter_ratio = max(1.0, s.measured_percentile_s(w) / float(lat.mean()))
             expected = s.predictor.predict(self.current, rate_hz)
             before = expected.latency_s
             if s.name not in self._calibrated_here and self._unvisited:

@@ -31,17 +31,20 @@ class StreamPrediction:
     jitter_ratio: float  # measured percentile / mean
     model_rel_error: float = 0.0  # how far off the model was at points it had not measured yet
 
+    def _fits(self, latency_s: float, reach: float = 1.0) -> bool:
+        """``latency_s``'s percentile under the limit and the input rate sustainable (both
+        bounds x ``reach``)."""
+        return latency_s * self.jitter_ratio <= self.limit_s * reach and \
+            latency_s * self.input_rate_hz <= MAX_UTILISATION * reach
+
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""
-        reach = 1.0 + DESCENT_ERRORS * self.model_rel_error
-        return self.latency_s * self.jitter_ratio <= self.limit_s * reach and \
-            self.latency_s * self.input_rate_hz <= MAX_UTILISATION * reach
+        return self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
 
     def meets(self, optimistic: bool = False) -> bool:
         """Predicted percentile under the limit and the input rate sustainable; ``optimistic``
         drops the model uncertainty (a point that may meet the target)."""
-        latency_s = self.latency_s if optimistic else self.latency_s + self.latency_std_s
-        return latency_s * self.jitter_ratio <= self.limit_s and latency_s * self.input_rate_hz <= MAX_UTILISATION
+        return self._fits(self.latency_s if optimistic else self.latency_s + self.latency_std_s)
 
 
 @dataclass(frozen=True)

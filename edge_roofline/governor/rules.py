@@ -47,7 +47,7 @@ class Dominance:
         self._index = {p.name: i for i, p in enumerate(self.points)}
         # One step down and up from each point: per axis (a clock or the cores), the nearest
         # candidate below (above) it on that axis alone.
-        self.below: list[set[int]] = [set() for _ in range(n)]
+        self.one_below: list[set[int]] = [set() for _ in range(n)]
         self.one_above: list[set[int]] = [set() for _ in range(n)]
         for i in range(n):
             for j in self.above[i]:  # j dominates i: is it one step up from i on one axis?
@@ -59,7 +59,7 @@ class Dominance:
                               and all(keys[m][1][a] == keys[i][1][a] for a in range(4) if a != k) for m in range(n))
                 if not between:
                     self.one_above[i].add(j)
-                    self.below[j].add(i)
+                    self.one_below[j].add(i)
         # The point that dominates every other one (the first of equals), if there is one.
         top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
         self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
@@ -74,7 +74,7 @@ class Dominance:
         """The candidates one step below ``name`` on a single axis (slower there, the same
         elsewhere): slower in one clock only, so they draw less power."""
         i = self._index.get(name)
-        return set() if i is None else {self.points[j].name for j in self.below[i]}
+        return set() if i is None else {self.points[j].name for j in self.one_below[i]}
 
     def step_above(self, name: str) -> set[str]:
         """The candidates one step above ``name`` on a single axis: at least as fast anywhere."""

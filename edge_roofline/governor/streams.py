@@ -102,7 +102,7 @@ class Stream:
         if window is None:
             measured, violations, samples, rate = math.nan, 0.0, len(self.latencies), math.nan
         else:
-            measured = float(np.percentile(window.latencies_s, self.config.percentile))
+            measured = self.measured_percentile_s(window)
             violations = float(np.mean(window.latencies_s > self.config.target_latency_s))
             samples, rate = len(window.latencies_s), window.rate_hz
         return StreamStatus(self.name, self.model_id, self.model_note, self.active, self.config.target_latency_ms,
