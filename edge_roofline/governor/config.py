@@ -191,17 +191,18 @@ class GovernorConfig:
     mode: str = "active"
     window_s: float = 5.0  # sliding window of the measured percentile
     min_window_samples: int = 12  # fewer samples: no percentile feedback yet
+    min_calibration_samples: int = 6  # fewer samples: no calibration of the mean yet
     settle_s: float = 0.3  # samples this soon after a switch are ignored
     dwell_s: float = 3.0  # minimum time at a point before an energy-driven move
     hysteresis: float = 0.03  # move only for a predicted energy saving above this fraction
     calibration_interval_s: float = 1.0  # how often measured windows feed the predictor
-    explore_budget: int = 6  # exploration moves per workload (model, target or rate change)
+    explore_budget: int = 8  # exploration moves per workload (model, target or rate change)
     explore_min_rel_std: float = 0.08  # explore a point only while its energy is this uncertain
     workload_change_rel: float = 0.3  # measured vs predicted mean latency: a new workload
     rate_change_rel: float = 0.3  # input rate change that restarts exploration
     state_path: str = ""  # JSON record of the point found at start ("" = none)
     prior_table: str = ""  # operating-point table of this model from `edge-roofline sweep` ("" = none)
-    stream_timeout_s: float = 3.0  # a stream silent this long leaves the constraint set until it is back
+    stream_timeout_s: float = 1.0  # silent this long (and 10 of its periods): out of the constraint set until back
     streams: tuple[StreamConfig, ...] = ()  # empty: one stream "default" with the target above
     points: PointGridConfig = field(default_factory=PointGridConfig)
     safety: SafetyConfig = field(default_factory=SafetyConfig)

@@ -21,6 +21,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
+from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, predict_candidates, predict_point, stream_loads, uncontended
 from .points import candidate_points, catalogue_device
 from .policy import MAX_UTILISATION, JointPrediction, choose
@@ -68,10 +69,9 @@ class Governor:
         self._descending = False  # ... one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
         self._calibrated_here: set[str] = set()  # streams calibrated at the current point since the switch
-        self._measured: set[str] = set()  # points measured under the current workload and rate
-        self._missed: set[str] = set()  # points that missed a target under it (not tried again)
-        self._met: set[str] = set()  # points measured to meet every target under it
-        self._near: set[str] = set()  # ... every target, but not every limit (target x (1 - margin))
+        self._calibrated_in_mix: set[str] = set()  # ... since the mix of streams last changed
+        self.findings = Findings()  # under the current workload and mix of streams
+        self._mixes = MixMemory()
         self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
@@ -116,11 +116,13 @@ class Governor:
 
     def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> None:
         s = self._stream(stream)
+        if timestamp_s > s.last_seen_s > -math.inf:
+            s.last_gap_s = timestamp_s - s.last_seen_s
         s.last_seen_s = max(s.last_seen_s, timestamp_s)
         if not s.active:
             s.active = True
             if self._seen_any:  # the set of streams sharing the device changed
-                self._workload_changed()
+                self._workload_changed(s)
             self._seen_any = True
         if not plausible_latency(latency_s, self.config.safety):
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
@@ -173,24 +175,30 @@ class Governor:
         s.latencies.clear()
         self._power.clear()
 
-    def _new_target(self) -> None:
+    def _new_target(self, forget_mixes: bool = True) -> None:
         """What each point measured still holds, but not whether it met the targets:
         exploration starts again."""
         self._explore_left = self.config.explore_budget
-        self._missed.clear()
-        self._met.clear()
-        self._near.clear()
+        self.findings.forget_verdicts()
+        if forget_mixes:
+            self._mixes.clear()
 
-    def _new_workload(self) -> None:
-        """Model, rate or behaviour changed: exploration starts again, every point unmeasured."""
-        self._new_target()
-        self._measured.clear()
+    def _new_workload(self, forget_mixes: bool = True) -> None:
+        """Model, rate or behaviour changed: exploration starts again, every point unmeasured.
+        ``forget_mixes`` False: other mixes' findings are kept (a restored miss is caught as any)."""
+        self._new_target(forget_mixes)
+        self.findings.measured.clear()
 
-    def _workload_changed(self) -> None:
-        """A stream started or stopped: what the windows hold was another mix of work."""
-        self._new_workload()
+    def _workload_changed(self, changed: Stream) -> None:
+        """``changed`` started or stopped: what the windows hold was another mix of work (the
+        findings of a mix seen before come back, findings.py)."""
+        now = frozenset((s.name, s.model_id) for s in self.streams.values() if s.active)
+        found = self._mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
+        self._new_workload(forget_mixes=False)
+        self.findings = found
         self._clear_windows()
         self._calibrated_here.clear()
+        self._calibrated_in_mix.clear()
 
     def _clear_windows(self) -> None:
         for s in self.streams.values():
@@ -209,11 +217,11 @@ class Governor:
 
     # ---- the loop ----------------------------------------------------------------------
     def _expire_streams(self, now_s: float) -> None:
-        """A stream silent for stream_timeout_s leaves the constraint set."""
+        """A stream silent beyond ``Stream.silence_limit_s`` leaves the constraint set."""
         for s in self.streams.values():
-            if s.active and now_s - s.last_seen_s > self.config.stream_timeout_s:
+            if s.active and now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
                 s.active = False
-                self._workload_changed()
+                self._workload_changed(s)
 
     def _power_window(self, now_s: float) -> float:
         horizon = now_s - self.config.window_s
@@ -235,7 +243,7 @@ class Governor:
             # fallback applies the safe point again even where it was the current one.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
-        self._unvisited = point.name not in self._measured
+        self._unvisited = point.name not in self.findings.measured
         self.current = point
         self._in_doubt = False
         self.safety.note_switch(now_s)
@@ -255,7 +263,7 @@ class Governor:
         """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
         return predict_candidates(self.candidates, self.dominance,
                                   [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy,
-                                  self._measured)
+                                  self.findings.measured)
 
     def step(self, now_s: float) -> Decision:
         self._expire_streams(now_s)
@@ -263,6 +271,11 @@ class Governor:
         cfg = self.config
         windows: dict[str, StreamWindow | None] = {
             s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
+        # A mean needs fewer samples than a percentile: once another stream has a full window,
+        # a slower one calibrates on fewer samples and does not hold every exploration back.
+        lagging = any(w is not None for w in windows.values())
+        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if lagging
+                                                   else None) for s in self.streams.values()}
         power_w = self._power_window(now_s)
 
         def decision(point, applied, reason, state, pred=None, fallback=False) -> Decision:
@@ -286,7 +299,7 @@ class Governor:
                             f"InferenceStats.model_id)", "waiting")
         if not active:
             return decision(self.current, False, "no stream is publishing inferences: holding", "waiting")
-        self._calibrate(now_s, active, windows, power_w)
+        self._calibrate(now_s, active, cal_windows, power_w)
         by_name = {q.point.name: q for q in self._predict_all(active, windows)}
         current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
         violations = {}
@@ -295,23 +308,24 @@ class Governor:
             if v is not None:
                 violations[s.name] = v
         if violations:
-            self._missed.add(self.current.name)
-            self._met.discard(self.current.name)
+            self.findings.missed.add(self.current.name)
+            self.findings.met.discard(self.current.name)
             if self._descending:
                 # The model said this step would miss and it did: it is less wrong than its
                 # error so far says, so the next steps reach less far.
                 for name in violations:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
-        elif all(windows[s.name] is not None for s in active) and current.gpu_utilisation <= MAX_UTILISATION:
-            if all(s.measured_percentile_s(windows[s.name]) <= self._limit_s(s) for s in active):
-                self._met.add(self.current.name)
-            else:  # every target met, not every margin
-                self._near.add(self.current.name)
+        elif None not in (judged_s := {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name])
+                                       for s in active}).values() and current.gpu_utilisation <= MAX_UTILISATION:
+            if all(judged_s[s.name] <= self._limit_s(s) for s in active):
+                self.findings.met.add(self.current.name)
+            elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
+                self.findings.near.add(self.current.name)  # every target met, not every margin
         # Measured misses win over predictions: a point that missed, and every point slower in
         # every clock, is out; the fastest point stays (nowhere faster to go).
         fastest = self.dominance.fastest
-        out = self.dominance.dominated_by(self._missed) - ({fastest.name} if fastest else set())
+        out = self.dominance.dominated_by(self.findings.missed) - ({fastest.name} if fastest else set())
         preds = [q for q in by_name.values()
                  if self._apply_failures.get(q.point.name, 0) < self.config.safety.apply_failures_before_disable
                  and q.point.name not in out] or [current]
@@ -322,11 +336,12 @@ class Governor:
             (self._provisional and self._measured_here(now_s, active))
         if not violations and not dwell_over:
             return decision(self.current, False, "dwelling", "holding", current)
+        found = self.findings
         choice = choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                         explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                        measured=frozenset(self._measured | self._missed), provisional=self._provisional,
-                        fastest=fastest_pred, met=frozenset(self._met), step_below=self.dominance.step_below,
-                        near=frozenset(self._near), step_above=self.dominance.step_above)
+                        measured=frozenset(found.measured | found.missed), provisional=self._provisional,
+                        fastest=fastest_pred, met=frozenset(found.met), step_below=self.dominance.step_below,
+                        near=frozenset(found.near), step_above=self.dominance.step_above)
         target = choice.prediction.point
         if target == self.current:
             return decision(target, False, choice.reason, "holding", choice.prediction)
@@ -376,13 +391,13 @@ class Governor:
             if s.name not in self._calibrated_here and self._unvisited:
                 # The first window at a point: how wrong the model was where it had not looked.
                 s.model_rel_error = 0.5 * s.model_rel_error + 0.5 * abs(mean / before - 1)
-            # The workload changed: a window far from the prediction, beyond what the model's
-            # own uncertainty allows (an unvisited point may be far off and still no surprise).
-            if s.predictor.observations >= 3 and abs(mean - before) > max(
+            # The workload changed: a window far from the prediction, beyond the model's own
+            # uncertainty (not a stream's first one under a new mix: the contention model's error).
+            if s.name in self._calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
                     self.config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 s.predictor.forget(0.5)
                 self.energy.forget(0.5)
-                self._new_workload()
+                self._new_workload(forget_mixes=False)
             last_rate = s.calibrated_rate_hz
             if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
                 self._new_workload()  # the energy ranking moves with the rate
@@ -391,7 +406,8 @@ class Governor:
                                latency_var_s2=float(lat.var()))
             observed.append((s.predictor, mean, rate_hz))
         self._calibrated_here.update(s.name for s in measured)
-        self._measured.add(self.current.name)
+        self._calibrated_in_mix.update(s.name for s in measured)
+        self.findings.measured.add(self.current.name)
         # Power is every active stream's. A slow stream (15 Hz) fills its window long after a
         # fast one, usually after an exploration has moved on: its share is then its predicted
         # latency at its last rate, so every visited point still teaches the power model.

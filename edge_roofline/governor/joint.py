@@ -98,7 +98,7 @@ class JointEnergy:
                 flops += rate_hz * f.flop_energy
                 bytes_ += rate_hz * f.byte_energy
         return np.array([1.0, dyn.emc_dyn, dyn.cpu_dyn, busy * dyn.gpu_dyn, busy * dyn.emc_dyn, busy * dyn.cpu_dyn,
-                         flops, bytes_, dyn.cpu_cores]), dyn
+                         flops, bytes_, dyn.cpu_cores, dyn.gpu_dyn]), dyn
 
     def update(self, point: OperatingPoint, power_w: float,
                streams: list[tuple[Predictor | PointwisePredictor, float, float]]) -> None:

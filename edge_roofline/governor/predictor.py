@@ -76,7 +76,7 @@ class PointFeatures:
         period_s = 1.0 / input_rate_hz
         return np.array([period_s, period_s * self.emc_dyn, period_s * self.cpu_dyn,
                          latency_s * self.gpu_dyn, latency_s * self.emc_dyn, latency_s * self.cpu_dyn,
-                         self.flop_energy, self.byte_energy, period_s * self.cpu_cores])
+                         self.flop_energy, self.byte_energy, period_s * self.cpu_cores, period_s * self.gpu_dyn])
 
 
 def _v_fraction(freq_hz: float, top_hz: float) -> float:
@@ -164,8 +164,8 @@ def energy_prior(power_w: float) -> BayesLinear:
     power measured: a typical Jetson budget as fractions of it, broad (std ~ mean) so that a few
     windows dominate. Switching terms start at zero (per GFLOP / per GB)."""
     power_w = max(power_w, 1e-3)
-    return BayesLinear(np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0, 0.03]) * power_w,
-                       np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05]) * power_w)
+    return BayesLinear(np.array([0.3, 0.1, 0.05, 0.4, 0.15, 0.05, 0.0, 0.0, 0.03, 0.05]) * power_w,
+                       np.array([0.3, 0.2, 0.1, 0.6, 0.3, 0.1, 0.02, 0.02, 0.05, 0.1]) * power_w)
 
 
 def sustained_rate(input_rate_hz: float | None, latency_s: float) -> float:

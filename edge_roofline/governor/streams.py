@@ -1,8 +1,10 @@
 """One network the governor holds a target for: its measured latencies, its own latency
 predictor (the model it serves, calibrated online) and whether it is publishing at all.
 
-A stream that has been silent for ``stream_timeout_s`` leaves the constraint set (a node that
-was stopped, a model that is not being run) and comes back with its next inference.
+A stream that has been silent for ``stream_timeout_s`` and for SILENT_PERIODS of its own input
+periods leaves the constraint set (a node that was stopped, a model that is not being run) and
+comes back with its next inference: a 15 Hz segmenter switched off does not hold the device at
+the point chosen for it for long, and a 1 Hz language model is not dropped between frames.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import numpy as np
 from .config import StreamConfig
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
+
+
+SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Stream:
         # calibrate with, but a miss among them is a miss of the new point.
         self.early: list[float] = []
         self.last_seen_s = -math.inf
+        self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
         self.jitter_ratio = 1.0
         # How far off the predictor was at the points it had not measured yet (a running mean
@@ -64,6 +70,13 @@ class Stream:
     @property
     def name(self) -> str:
         return self.config.name
+
+    def silence_limit_s(self, stream_timeout_s: float) -> float:
+        """How long this stream may be silent and still count as publishing: its period is the
+        calibrated rate's, else the last gap between two inferences (none before the second)."""
+        rate_hz = self.calibrated_rate_hz
+        period_s = 1.0 / rate_hz if rate_hz and math.isfinite(rate_hz) else self.last_gap_s
+        return max(stream_timeout_s, SILENT_PERIODS * period_s)
 
     def window(self, now_s: float, window_s: float, min_samples: int) -> StreamWindow | None:
         """The samples of the last ``window_s``; a stream too slow to give ``min_samples`` in
@@ -78,8 +91,23 @@ class Stream:
         span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)
         return StreamWindow(lat, (len(lat) - 1) / span_s)
 
+    def calibration_window(self, min_samples: int) -> StreamWindow | None:
+        """Every sample since the switch (all at the current point), if ``min_samples`` or more."""
+        if len(self.latencies) < max(min_samples, 2):
+            return None
+        lat = np.array([v for _, v in self.latencies])
+        span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)
+        return StreamWindow(lat, (len(lat) - 1) / span_s)
+
     def measured_percentile_s(self, window: StreamWindow) -> float:
         return float(np.percentile(window.latencies_s, self.config.percentile))
+
+    def judged_percentile_s(self, window: StreamWindow | None, calibration: StreamWindow | None) -> float | None:
+        """The measured percentile; before the window is full, the worst sample of the
+        calibration window (a slow stream judged before it fills its window); None: neither."""
+        if window is not None:
+            return self.measured_percentile_s(window)
+        return None if calibration is None else float(calibration.latencies_s.max())
 
     def violation(self, window: StreamWindow | None, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the target is missed, else None. Before the window

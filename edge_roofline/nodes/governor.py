@@ -43,7 +43,8 @@ PARAMETERS = {
                     "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}] "
                     "(empty: one stream on inference/stats with target_latency_ms, percentile, model)"),
     "stream_timeout_s": (GovernorConfig.stream_timeout_s, "a stream silent this long leaves the constraint set "
-                                                          "until it publishes again"),
+                                                          "(and for 10 of its own periods) until it publishes "
+                                                          "again"),
     "precision": ("fp16", "precision of the model's cost (fp32 | fp16 | int8)"),
     "engine": ("gpu", "engine the model runs on: gpu | cpu | dla"),
     "points_cpu_steps": (4, "CPU cap steps in the candidate grid"),

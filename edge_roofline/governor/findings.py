@@ -1,0 +1,42 @@
+"""What the governor has measured at each point under the current workload, and under each mix of
+streams it has seen (a mix that comes back starts from what was measured under it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Findings:
+    """Point names, under one workload (models, rates and targets) and one mix of streams."""
+
+    measured: set[str] = field(default_factory=set)  # measured under it (not explored again)
+    missed: set[str] = field(default_factory=set)  # missed a target under it (not tried again)
+    met: set[str] = field(default_factory=set)  # measured to meet every target under it
+    near: set[str] = field(default_factory=set)  # ... every target, not every limit (target x (1 - margin))
+
+    def forget_verdicts(self) -> None:
+        """A new target: what each point measured still holds, not whether it met the targets."""
+        self.missed.clear()
+        self.met.clear()
+        self.near.clear()
+
+    def copy(self) -> "Findings":
+        return Findings(set(self.measured), set(self.missed), set(self.met), set(self.near))
+
+
+class MixMemory:
+    """Findings per mix of streams (each a set of (stream, model id)) since the last change of
+    models, rates or targets: a segmenter switched off and on again finds its mix's findings."""
+
+    def __init__(self) -> None:
+        self._by_mix: dict[frozenset, Findings] = {}
+
+    def clear(self) -> None:
+        self._by_mix.clear()
+
+    def switch(self, before: frozenset, now: frozenset, findings: Findings) -> Findings:
+        """Keep ``findings`` (measured under ``before``); those known for ``now``, else none."""
+        self._by_mix[before] = findings.copy()
+        known = self._by_mix.get(now)
+        return known.copy() if known is not None else Findings()
