@@ -36,3 +36,9 @@ def test_multi_stream_scenario_scores_every_stream_against_the_joint_oracle(two_
     assert c["energy_vs_oracle"]["value"] <= 1.05, ev.to_dict()["criteria"]
     assert c["violation_rate"]["value"] <= 0.01
     assert c["saving_vs_maxn"]["applies"] and c["saving_vs_maxn"]["value"] >= 0.15
+
+
+def test_a_stream_joining_and_leaving_meets_every_criterion():
+    # issue 13: the segmenter joins at 12 s and leaves at 26 s; the detector alone before and after
+    ev = evaluate(load_scenario("ms_agx_join_leave"))
+    assert ev.passed, ev.to_dict()["criteria"]
