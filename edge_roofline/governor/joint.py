@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
@@ -33,8 +32,8 @@ from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
 from .rules import Dominance
 from .streams import Stream, StreamWindow
-from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, energy_prior,
-                        point_dynamics, sustained_rate)
+from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
+                        energy_prior, point_dynamics, power_terms, sustained_rate)
 
 MAX_CONTENTION = 0.95  # other streams' GPU share above this: the stream would starve
 
@@ -97,8 +96,7 @@ class JointEnergy:
                 f = predictor.workload.features(point)
                 flops += rate_hz * f.flop_energy
                 bytes_ += rate_hz * f.byte_energy
-        return np.array([1.0, dyn.emc_dyn, dyn.cpu_dyn, busy * dyn.gpu_dyn, busy * dyn.emc_dyn, busy * dyn.cpu_dyn,
-                         flops, bytes_, dyn.cpu_cores, dyn.gpu_dyn]), dyn
+        return power_terms(dyn, 1.0, busy, flops, bytes_), dyn
 
     def update(self, point: OperatingPoint, power_w: float,
                streams: list[tuple[Predictor | PointwisePredictor, float, float]]) -> None:
@@ -131,7 +129,7 @@ class JointEnergy:
         mean, var = self.model.predict(x)
         mean = max(mean, 1e-9)
         # The latency's uncertainty reaches power through the busy terms.
-        busy_w = float(self.model.mean[3:6] @ np.array([dyn.gpu_dyn, dyn.emc_dyn, dyn.cpu_dyn]))
+        busy_w = busy_power_w(self.model.mean, dyn)
         latency_var = sum((s.rate_hz * busy_w * s.solo.latency_std_s) ** 2 for s in loads)
         return mean, math.sqrt(var + (ENERGY_MODEL_REL_ERR * mean) ** 2 + latency_var)
 

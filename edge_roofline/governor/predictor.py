@@ -73,10 +73,23 @@ class PointFeatures:
         return np.array([self.compute_s, self.memory_s, self.onchip_s, self.overhead_s, 1.0])
 
     def energy_vector(self, latency_s: float, input_rate_hz: float) -> np.ndarray:
-        period_s = 1.0 / input_rate_hz
-        return np.array([period_s, period_s * self.emc_dyn, period_s * self.cpu_dyn,
-                         latency_s * self.gpu_dyn, latency_s * self.emc_dyn, latency_s * self.cpu_dyn,
-                         self.flop_energy, self.byte_energy, period_s * self.cpu_cores, period_s * self.gpu_dyn])
+        """Per inference: the power terms over one input period."""
+        return power_terms(self, 1.0 / input_rate_hz, latency_s, self.flop_energy, self.byte_energy)
+
+
+def power_terms(shape, idle: float, busy: float, flops: float, bytes_: float) -> np.ndarray:
+    """The energy model's terms, in its coefficients' order (``energy_prior``). ``shape``: a
+    point's dynamic shapes (``PointFeatures`` or ``PointDynamics``); ``idle``: the time (or, for
+    power, 1) the idle terms run; ``busy``: the time (or busy fraction) the busy terms run;
+    ``flops``, ``bytes_``: the switching terms."""
+    return np.array([idle, idle * shape.emc_dyn, idle * shape.cpu_dyn,
+                     busy * shape.gpu_dyn, busy * shape.emc_dyn, busy * shape.cpu_dyn,
+                     flops, bytes_, idle * shape.cpu_cores, idle * shape.gpu_dyn])
+
+
+def busy_power_w(coefficients: np.ndarray, shape) -> float:
+    """The power of the busy terms at ``shape`` (what a unit of busy time costs)."""
+    return float(coefficients[3:6] @ np.array([shape.gpu_dyn, shape.emc_dyn, shape.cpu_dyn]))
 
 
 def _v_fraction(freq_hz: float, top_hz: float) -> float:
@@ -342,6 +355,6 @@ class Predictor:
         e_mean, e_var = self.energy.predict(f.energy_vector(t_mean, rate))
         e_mean = max(e_mean, 1e-9)
         # Energy uncertainty: the energy model's, plus the latency's through the busy terms.
-        busy_w = float(self.energy.mean[3:6] @ np.array([f.gpu_dyn, f.emc_dyn, f.cpu_dyn]))
+        busy_w = busy_power_w(self.energy.mean, f)
         e_std = math.sqrt(e_var + (ENERGY_MODEL_REL_ERR * e_mean) ** 2 + (busy_w * t_std) ** 2)
         return Prediction(point, t_mean, t_std, e_mean * rate, e_mean, e_std, rate)
