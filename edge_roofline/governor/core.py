@@ -116,9 +116,7 @@ class Governor:
 
     def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> None:
         s = self._stream(stream)
-        if timestamp_s > s.last_seen_s > -math.inf:
-            s.last_gap_s = timestamp_s - s.last_seen_s
-        s.last_seen_s = max(s.last_seen_s, timestamp_s)
+        s.note_seen(timestamp_s)
         if not s.active:
             s.active = True
             if self._seen_any:  # the set of streams sharing the device changed
@@ -273,8 +271,8 @@ class Governor:
             s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
         # A mean needs fewer samples than a percentile: once another stream has a full window,
         # a slower one calibrates on fewer samples and does not hold every exploration back.
-        lagging = any(w is not None for w in windows.values())
-        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if lagging
+        one_full = any(w is not None for w in windows.values())
+        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if one_full
                                                    else None) for s in self.streams.values()}
         power_w = self._power_window(now_s)
 
@@ -302,6 +300,7 @@ class Governor:
         self._calibrate(now_s, active, cal_windows, power_w)
         by_name = {q.point.name: q for q in self._predict_all(active, windows)}
         current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
+        judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
         violations = {}
         for s in active:
             v = s.violation(windows[s.name], self._limit_s(s), self.config.min_window_samples)
@@ -316,8 +315,7 @@ class Governor:
                 for name in violations:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
-        elif None not in (judged_s := {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name])
-                                       for s in active}).values() and current.gpu_utilisation <= MAX_UTILISATION:
+        elif None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
             if all(judged_s[s.name] <= self._limit_s(s) for s in active):
                 self.findings.met.add(self.current.name)
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):

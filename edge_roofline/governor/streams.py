@@ -71,6 +71,13 @@ class Stream:
     def name(self) -> str:
         return self.config.name
 
+    def note_seen(self, timestamp_s: float) -> None:
+        """An inference finished at ``timestamp_s`` (the gap since the last one is its period
+        until its rate is calibrated)."""
+        if timestamp_s > self.last_seen_s > -math.inf:
+            self.last_gap_s = timestamp_s - self.last_seen_s
+        self.last_seen_s = max(self.last_seen_s, timestamp_s)
+
     def silence_limit_s(self, stream_timeout_s: float) -> float:
         """How long this stream may be silent and still count as publishing: its period is the
         calibrated rate's, else the last gap between two inferences (none before the second)."""
@@ -85,15 +92,16 @@ class Stream:
         horizon = now_s - window_s
         while len(self.latencies) > min_samples and self.latencies[0][0] < horizon:
             self.latencies.popleft()
-        if len(self.latencies) < min_samples:
-            return None
-        lat = np.array([v for _, v in self.latencies])
-        span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)
-        return StreamWindow(lat, (len(lat) - 1) / span_s)
+        return self._kept(min_samples)
 
     def calibration_window(self, min_samples: int) -> StreamWindow | None:
-        """Every sample since the switch (all at the current point), if ``min_samples`` or more."""
-        if len(self.latencies) < max(min_samples, 2):
+        """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more."""
+        return self._kept(max(min_samples, 2))
+
+    def _kept(self, min_samples: int) -> StreamWindow | None:
+        """Every sample kept (all at the current point: a switch clears them), if ``min_samples``
+        or more."""
+        if len(self.latencies) < min_samples:
             return None
         lat = np.array([v for _, v in self.latencies])
         span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)

@@ -4,8 +4,8 @@ starts from what was measured under it. The scripted law of test_multistream, si
 
 import numpy as np
 
-from edge_roofline.governor.findings import Findings, MixMemory
 from edge_roofline.governor.config import GovernorConfig, StreamConfig
+from edge_roofline.governor.findings import Findings, MixMemory
 from edge_roofline.governor.streams import SILENT_PERIODS, Stream, StreamWindow
 
 from .test_multistream import drive, make
