@@ -9,10 +9,7 @@ so the same core runs on wall time on a robot and on simulated time in tests.
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Mapping
-
-import numpy as np
 
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
@@ -30,7 +27,7 @@ from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
-from .streams import Stream, StreamWindow
+from .streams import PowerWindow, Stream, StreamWindow
 
 
 class Governor:
@@ -58,7 +55,7 @@ class Governor:
         self.mode = config.mode
         self.streams = {s.name: Stream(s) for s in config.stream_configs}
         self.energy = JointEnergy(self.device)
-        self._power: deque[tuple[float, float]] = deque()  # (t, W) at current point
+        self._power = PowerWindow()  # at the current point
         self._last_switch_s = now
         self._last_calibration_s = now
         self._explore_left = config.explore_budget
@@ -114,7 +111,10 @@ class Governor:
     def _stream(self, name: str | None) -> Stream:
         return self.streams[self.config.stream_name(name)]
 
-    def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> None:
+    def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> bool:
+        """True: the inference was over its stream's target at a point not known to miss. A caller
+        that steps on a timer steps at once: a miss is acted on before the stream's next input
+        runs where it missed (and a device that misses everywhere costs no step per inference)."""
         s = self._stream(stream)
         s.note_seen(timestamp_s)
         if not s.active:
@@ -125,12 +125,13 @@ class Governor:
         if not plausible_latency(latency_s, self.config.safety):
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
-            return
+            return False
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
             s.latencies.append((timestamp_s, float(latency_s)))
         elif self._exploring and timestamp_s - latency_s >= self._last_switch_s:
             # Arrived after a move from a point that met every target (no backlog behind it).
             s.early.append(float(latency_s))
+        return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
         """``source``: where the reading came from, named when it is implausible (a missing rail)."""
@@ -139,7 +140,7 @@ class Governor:
             return
         self.safety.note_power(timestamp_s, temperatures_c)
         if timestamp_s >= self._last_switch_s + self.config.settle_s:
-            self._power.append((timestamp_s, float(power_w)))
+            self._power.add(timestamp_s, float(power_w))
 
     # ---- commands ----------------------------------------------------------------------
     def set_target(self, latency_ms: float, percentile: float, stream: str | None = None) -> None:
@@ -187,6 +188,16 @@ class Governor:
         self._new_target(forget_mixes)
         self.findings.measured.clear()
 
+    def _surprised(self, streams: list[Stream], slower: bool) -> None:
+        """The work of ``streams`` changed unannounced (another process on the GPU, other input
+        content): models half forget, points are unmeasured again, verdicts that still hold stay."""
+        for s in streams:
+            s.predictor.forget(0.5)
+        self.energy.forget(0.5)
+        kept = self.findings.unchanged_by(slower)
+        self._new_workload(forget_mixes=False)
+        self.findings = kept
+
     def _workload_changed(self, changed: Stream) -> None:
         """``changed`` started or stopped: what the windows hold was another mix of work (the
         findings of a mix seen before come back, findings.py)."""
@@ -221,12 +232,6 @@ class Governor:
                 s.active = False
                 self._workload_changed(s)
 
-    def _power_window(self, now_s: float) -> float:
-        horizon = now_s - self.config.window_s
-        while self._power and self._power[0][0] < horizon:
-            self._power.popleft()
-        return float(np.mean([v for _, v in self._power])) if self._power else math.nan
-
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
         try:
@@ -251,16 +256,13 @@ class Governor:
         self.switches += 1
         return ""
 
-    def _limit_s(self, s: Stream) -> float:
-        return s.config.target_latency_s * (1.0 - self.config.margin)
-
     def _joint(self, point: OperatingPoint, active: list[Stream], windows) -> JointPrediction:
-        return predict_point(point, [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy)
+        return predict_point(point, [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy)
 
     def _predict_all(self, active: list[Stream], windows) -> list[JointPrediction]:
         """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
         return predict_candidates(self.candidates, self.dominance,
-                                  [(s, windows.get(s.name), self._limit_s(s)) for s in active], self.energy,
+                                  [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy,
                                   self.findings.measured)
 
     def step(self, now_s: float) -> Decision:
@@ -274,7 +276,7 @@ class Governor:
         one_full = any(w is not None for w in windows.values())
         cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if one_full
                                                    else None) for s in self.streams.values()}
-        power_w = self._power_window(now_s)
+        power_w = self._power.mean_w(now_s - cfg.window_s)
 
         def decision(point, applied, reason, state, pred=None, fallback=False) -> Decision:
             return report(point, applied, reason, state, pred, self.streams.values(), windows, power_w, fallback)
@@ -301,12 +303,12 @@ class Governor:
         by_name = {q.point.name: q for q in self._predict_all(active, windows)}
         current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
         judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
-        violations = {}
-        for s in active:
-            v = s.violation(windows[s.name], self._limit_s(s), self.config.min_window_samples)
-            if v is not None:
-                violations[s.name] = v
+        violations = {s.name: v for s in active if (v := s.violation(
+            windows[s.name], s.limit_s(cfg.margin), cfg.min_window_samples)) is not None}
         if violations:
+            if self.current.name in self.findings.met:
+                # A point measured to meet every target misses now: the work got heavier.
+                self._surprised([self.streams[name] for name in violations], slower=True)
             self.findings.missed.add(self.current.name)
             self.findings.met.discard(self.current.name)
             if self._descending:
@@ -316,7 +318,7 @@ class Governor:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
         elif None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
-            if all(judged_s[s.name] <= self._limit_s(s) for s in active):
+            if all(judged_s[s.name] <= s.limit_s(self.config.margin) for s in active):
                 self.findings.met.add(self.current.name)
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
                 self.findings.near.add(self.current.name)  # every target met, not every margin
@@ -386,16 +388,16 @@ class Governor:
             s.jitter_ratio = max(1.0, s.measured_percentile_s(w) / float(lat.mean()))
             expected = s.predictor.predict(self.current, rate_hz)
             before = expected.latency_s
-            if s.name not in self._calibrated_here and self._unvisited:
+            first_look = s.name not in self._calibrated_here and self._unvisited
+            if first_look:
                 # The first window at a point: how wrong the model was where it had not looked.
                 s.model_rel_error = 0.5 * s.model_rel_error + 0.5 * abs(mean / before - 1)
-            # The workload changed: a window far from the prediction, beyond the model's own
-            # uncertainty (not a stream's first one under a new mix: the contention model's error).
-            if s.name in self._calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
+            # The work changed: a window far from the prediction, beyond the model's own
+            # uncertainty, where the model has looked (at a point it had not measured the gap is
+            # its error; in a stream's first window under a new mix, the contention model's).
+            elif s.name in self._calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
                     self.config.workload_change_rel * before, 3.0 * expected.latency_std_s):
-                s.predictor.forget(0.5)
-                self.energy.forget(0.5)
-                self._new_workload(forget_mixes=False)
+                self._surprised([s], slower=mean > before)
             last_rate = s.calibrated_rate_hz
             if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
                 self._new_workload()  # the energy ranking moves with the rate

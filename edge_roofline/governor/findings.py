@@ -21,6 +21,11 @@ class Findings:
         self.met.clear()
         self.near.clear()
 
+    def unchanged_by(self, slower: bool) -> "Findings":
+        """The verdicts a change of the work cannot overturn: a point that missed misses slower
+        work too; one that met (inside the margin or not) meets faster work."""
+        return Findings(missed=set(self.missed)) if slower else Findings(met=set(self.met), near=set(self.near))
+
     def copy(self) -> "Findings":
         return Findings(set(self.measured), set(self.missed), set(self.met), set(self.near))
 

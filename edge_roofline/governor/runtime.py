@@ -127,11 +127,11 @@ class GovernorRuntime:
         self.simulated = identity.simulated
         self._closed = False
 
-    def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> None:
-        """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that never ran)."""
+    def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> bool:
+        """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
+        never ran). True: the inference was over its target (step now: Governor.observe_inference)."""
         self.models[stream].observe(model_id)
-        if latency_s is not None:
-            self.governor.observe_inference(latency_s, now_s, stream=stream)
+        return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream)
 
     def follow_models(self) -> list[str]:
         """Apply the models streams switched to, once analysed; returns the lines to log."""

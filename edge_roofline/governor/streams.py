@@ -42,6 +42,25 @@ class StreamStatus:
     met: bool  # measured percentile <= target (False while unmeasured)
 
 
+class PowerWindow:
+    """The module's power readings at the current point (a switch clears them)."""
+
+    def __init__(self) -> None:
+        self._readings: deque[tuple[float, float]] = deque()  # (t, W)
+
+    def add(self, timestamp_s: float, power_w: float) -> None:
+        self._readings.append((timestamp_s, power_w))
+
+    def clear(self) -> None:
+        self._readings.clear()
+
+    def mean_w(self, since_s: float) -> float:
+        """Mean of the readings since ``since_s`` (older ones are dropped); NaN: none."""
+        while self._readings and self._readings[0][0] < since_s:
+            self._readings.popleft()
+        return float(np.mean([w for _, w in self._readings])) if self._readings else math.nan
+
+
 @dataclass(frozen=True)
 class StreamWindow:
     latencies_s: np.ndarray
@@ -77,6 +96,10 @@ class Stream:
         if timestamp_s > self.last_seen_s > -math.inf:
             self.last_gap_s = timestamp_s - self.last_seen_s
         self.last_seen_s = max(self.last_seen_s, timestamp_s)
+
+    def limit_s(self, margin: float) -> float:
+        """What the governor holds the stream's percentile under: its target less the margin."""
+        return self.config.target_latency_s * (1.0 - margin)
 
     def silence_limit_s(self, stream_timeout_s: float) -> float:
         """How long this stream may be silent and still count as publishing: its period is the
@@ -121,7 +144,9 @@ class Stream:
         """Measured percentile / limit when the target is missed, else None. Before the window
         is full, a miss is certain once more samples (those inside the settle time that ran
         wholly at this point included) are over the target than the percentile allows in a full
-        window: no later sample can bring the percentile back under it."""
+        window, and the percentile of a full window whose samples still to come are typical (the
+        median of those seen) is over it too: one late sample among typical ones is jitter, one
+        late sample of a slow stream (all it has given yet) is a miss."""
         target_s = self.config.target_latency_s
         if window is not None:
             lat = window.latencies_s
@@ -130,6 +155,7 @@ class Stream:
             allowed = (1.0 - self.config.percentile / 100.0) * min_samples
             if not len(lat) or np.count_nonzero(lat > target_s) <= allowed:
                 return None
+            lat = np.concatenate([lat, np.full(max(min_samples - len(lat), 0), np.median(lat))])
         meas = float(np.percentile(lat, self.config.percentile))
         return meas / limit_s if meas > target_s else None
 

@@ -108,7 +108,8 @@ class GovernorNode(Node):
                                f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
 
     def on_stats(self, stream: str, msg: InferenceStats) -> None:
-        self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s())
+        if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s()):
+            self.on_step()  # a late inference is acted on at once, not at the next tick
 
     def on_power(self, msg: PowerTelemetry) -> None:
         self.runtime.governor.observe_power(convert.power_w_from_telemetry(msg), stamp_s(msg.header.stamp),

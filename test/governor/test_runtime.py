@@ -76,8 +76,11 @@ def test_each_stream_follows_its_own_model(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
     runtime = GovernorRuntime({**params(tmp_path), "model": "", "streams": STREAMS}, SimClock(0.0), log=list().append)
     try:
-        runtime.observe_stats("seg", "zoo:tiny_cnn", 0.010, 0.0)
-        runtime.observe_stats("det", "", None, 0.0)  # a frame that never ran, from a node naming no model
+        # True: over its stream's target (the node steps at once); a frame that never ran is not.
+        seg_target_s = runtime.governor.streams["seg"].config.target_latency_s
+        assert not runtime.observe_stats("seg", "zoo:tiny_cnn", 0.5 * seg_target_s, 0.0)
+        assert runtime.observe_stats("seg", "zoo:tiny_cnn", 2.0 * seg_target_s, 0.0)
+        assert not runtime.observe_stats("det", "", None, 0.0)  # a frame that never ran, from a node naming no model
         lines, deadline = [], time.monotonic() + 30
         while not lines and time.monotonic() < deadline:
             lines = runtime.follow_models()

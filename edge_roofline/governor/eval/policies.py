@@ -82,7 +82,8 @@ class GovernorController(Controller):
 
     def observe_inference(self, latency_s, now_s, stream, model_id) -> None:
         self.followers[stream].observe(model_id)
-        self.gov.observe_inference(latency_s, now_s, stream=stream)
+        if self.gov.observe_inference(latency_s, now_s, stream=stream):
+            self.step(now_s)  # as the node does (nodes/governor.py)
 
     def observe_power(self, power_w, now_s, temperatures_c) -> None:
         self.gov.observe_power(power_w, now_s, temperatures_c)
