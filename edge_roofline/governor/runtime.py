@@ -129,7 +129,7 @@ class GovernorRuntime:
 
     def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> bool:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
-        never ran). True: the inference was over its target (step now: Governor.observe_inference)."""
+        never ran). True: over its target at a point not known to miss (step now: Governor.observe_inference)."""
         self.models[stream].observe(model_id)
         return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream)
 
