@@ -318,7 +318,7 @@ class Governor:
                     self.streams[name].model_rel_error *= 0.5
                 self._descending = False
         elif None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
-            if all(judged_s[s.name] <= s.limit_s(self.config.margin) for s in active):
+            if all(judged_s[s.name] <= s.limit_s(cfg.margin) for s in active):
                 self.findings.met.add(self.current.name)
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
                 self.findings.near.add(self.current.name)  # every target met, not every margin

@@ -5,6 +5,7 @@ A stream that has been silent for ``stream_timeout_s`` and for SILENT_PERIODS of
 periods leaves the constraint set (a node that was stopped, a model that is not being run) and
 comes back with its next inference: a 15 Hz segmenter switched off does not hold the device at
 the point chosen for it for long, and a 1 Hz language model is not dropped between frames.
+The module's power readings at the current point are windowed here too (PowerWindow).
 """
 
 from __future__ import annotations
