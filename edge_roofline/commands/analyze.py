@@ -18,9 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", metavar="NAME", action="append", default=[],
                         help="also draw this preset's ceilings in the charts (repeatable)")
     parser.add_argument("--engine", choices=("gpu", "cpu", "dla"), default="gpu")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "int8", "mixed"), default="fp32",
+    parser.add_argument("--precision", choices=("fp32", "fp16", "int8", "fp8", "fp4", "mixed"), default="fp32",
                         help="tensor precision for bytes and peak (mixed: tensors' own types, "
-                             "fp16 peak)")
+                             "fp16 peak; fp8/fp4 on devices whose Tensor Cores have them: Thor)")
+    parser.add_argument("--all-precisions", action="store_true",
+                        help="also draw the roofs of every other precision the device has (fp32 ... fp4)")
     parser.add_argument("--batch", type=int, default=1, help="fills symbolic leading input dims")
     parser.add_argument("--input", metavar="NAME=DIMS", action="append", default=[],
                         help="input shape, e.g. images=1x3x640x640 (repeatable)")
@@ -93,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     peak_precision = "fp16" if args.precision == "mixed" else args.precision
     ceilings = [preset_ceilings(device, _preset_key(p), peak_precision, engine=args.engine)
                 for p in [point, *args.compare]]
+    if args.all_precisions:
+        ceilings += [preset_ceilings(device, _preset_key(point), p, engine=args.engine)
+                     for p in device.precisions if p != peak_precision]
     cost = analyze_model(args.model, precision=args.precision, batch=args.batch, input_shapes=inputs or None)
     analyses = [analyze_roofline(cost, c, cache_aware=args.cache_aware) for c in ceilings]
     print(f"{cost.model} on {device.name}, {point}, {args.engine} {args.precision}, batch "

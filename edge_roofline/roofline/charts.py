@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -96,7 +97,7 @@ def roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis], path
     lo, hi = _intensity_range(analyses, ceilings)
     x = _logspace(lo, hi)
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for c, colour in zip(ceilings, _POINT_COLOURS):
+    for c, colour in zip(ceilings, itertools.cycle(_POINT_COLOURS)):  # more roof sets than colours: reuse
         ax.plot(x, [min(c.peak_flops, i * c.dram_bandwidth_bps) for i in x], color=colour, lw=2,
                 ls="-" if c.dram_unresolved is None else "-.",  # an unmeasured DRAM roof is a bound
                 label=f"{c.label}: {c.peak_flops / 1e12:.2f} TFLOP/s, "
@@ -132,7 +133,7 @@ def time_roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis],
     x = _logspace(lo, hi)
     ms_per_gflop = 1e3 * 1e9
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for a, colour in zip(analyses, _POINT_COLOURS):
+    for a, colour in zip(analyses, itertools.cycle(_POINT_COLOURS)):
         c = a.ceilings
         ax.plot(x, [ms_per_gflop * max(1 / c.peak_flops, 1 / (i * c.dram_bandwidth_bps)) for i in x],
                 color=colour, lw=2, label=f"{c.label}: model {a.attainable_time_s * 1e3:.2f} ms")

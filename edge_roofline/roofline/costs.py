@@ -25,7 +25,7 @@ from pathlib import Path
 
 from edge_roofline.roofline.op_rules import RULES, SAME_SHAPE_OPS, VIEW_OPS, Node, Shape, attribute, numel
 
-PRECISIONS = ("fp32", "fp16", "int8", "mixed")
+PRECISIONS = ("fp32", "fp16", "int8", "fp8", "fp4", "mixed")
 
 
 class CostModelError(Exception):
@@ -51,7 +51,7 @@ class LayerCost:
     param_bytes: float
     input_shapes: tuple[tuple[int, ...], ...]
     output_shapes: tuple[tuple[int, ...], ...]
-    precision: str       # "fp32" | "fp16" | "int8" | "mixed"
+    precision: str       # "fp32" | "fp16" | "int8" | "fp8" | "fp4" | "mixed"
     known: bool = True   # False: op not modelled (listed in ModelCost.unknown_ops)
     is_view: bool = False  # aliases its input (Reshape...): no data moved, no kernel launched
 
@@ -100,10 +100,11 @@ class ModelCost:
 # ---- loading and shapes ------------------------------------------------------------------
 
 _FLOAT_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                "FLOAT8E5M2", "FLOAT8E5M2FNUZ"}
-_PRECISION_BYTES = {"fp32": 4, "fp16": 2, "int8": 1}
+                "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT4E2M1"}
+_PRECISION_BYTES = {"fp32": 4, "fp16": 2, "int8": 1, "fp8": 1, "fp4": 0.5}
 _DTYPE_PRECISION = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64",
-                    "INT8": "int8", "UINT8": "int8"}
+                    "INT8": "int8", "UINT8": "int8", "FLOAT8E4M3FN": "fp8", "FLOAT8E5M2": "fp8",
+                    "FLOAT4E2M1": "fp4"}
 
 
 def _load(model):
