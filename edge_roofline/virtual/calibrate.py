@@ -1,4 +1,4 @@
-"""The public figures the virtual Jetson's physics is calibrated against (docs/virtual_jetson.md
+"""The public figures the virtual Jetson's physics is calibrated against (docs/jetson-facts.md
 lists them with their sources), each reproduced by running the virtual board under the
 figure's conditions, with the relative error. ``edge-roofline virtual-jetson --calibration``
 prints the table; docs/virtual_jetson.md quotes it; a test keeps every error inside its tolerance.

@@ -1,6 +1,6 @@
 """The virtual Jetson's calibrated coefficients: ``PhysicsParams`` (one set per catalogued
 device, ``CALIBRATION``, fitted in calibrate.py to the public figures of
-docs/virtual_jetson.md), the DVFS voltage curves, and the ways a scenario varies them
+docs/jetson-facts.md), the DVFS voltage curves, and the ways a scenario varies them
 (``perturbed``: a device unlike the catalogue; ``scaled``: a law of another structure).
 The mechanisms that use them are in physics.py. SIMULATION.
 """
@@ -160,7 +160,7 @@ CALIBRATION: dict[str, PhysicsParams] = {
 
 # JetPack 6.2's Super modes raise the caps, not the silicon: a Super variant has its module's physics.
 CALIBRATION.update({f"{key}_super": CALIBRATION[key] for key in ("orin_nx_16gb", "orin_nx_8gb", "orin_nano_4gb")})
-# Thor: fitted to its public figures (calibrate.py, docs/virtual_jetson.md): the rails of an idle
+# Thor: fitted to its public figures (calibrate.py, docs/jetson-facts.md): the rails of an idle
 # R38.4 tegrastats line and the 130 W module power of MAXN. T4000: T5000's per-SM and per-core
 # coefficients on its smaller GPU and CPU (UNVERIFIED: no public T4000 measurement).
 _THOR = PhysicsParams(

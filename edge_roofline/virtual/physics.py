@@ -3,7 +3,7 @@ draws, how hot the die gets, and what the INA3221 monitors report. SIMULATION.
 
 Everything here is a physical mechanism with a handful of calibrated coefficients
 (``PhysicsParams``, one set per catalogued device, fitted to the public figures in
-``shared/docs/calibration.md``; see ``calibrate.py`` for the residuals). No result is coded in:
+``docs/jetson-facts.md``, last section; see ``calibrate.py`` for the residuals). No result is coded in:
 "MAXN is not the most energy-efficient point for a memory-bound model" has to fall out of the
 mechanisms below, and the tests check that it does.
 
