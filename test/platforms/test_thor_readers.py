@@ -14,6 +14,7 @@ from edge_roofline.platforms.base import OperatingPoint, OperatingPointError, Re
 from edge_roofline.platforms.jetson import emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter
 from edge_roofline.platforms.jetson.platform import JetsonPlatform
+from edge_roofline.telemetry import modes
 from test.platforms.tree import (THOR_EMC_HZ, THOR_GPU_HZ, THOR_VIN_MV, THOR_VIN_UW, THOR_ZONES, write,
                                  write_fake_nvpmodel, write_thor_tree)
 
@@ -114,10 +115,14 @@ def test_without_a_conf_only_caps_inside_the_mode_are_applied(root):
 def test_with_the_boards_conf_the_modes_are_the_boards(root):
     write(root / "etc/nvpmodel/nvpmodel_p3834_0008.conf",
           "< POWER_MODEL ID=0 NAME=MAXN >\nGPU MAX_FREQ -1\n< POWER_MODEL ID=1 NAME=120W >\n"
-          "GPU MAX_FREQ 1000000000\n< PM_CONFIG DEFAULT=0 >\n")
+          "GPU MAX_FREQ 1000000000\n< POWER_MODEL ID=2 NAME=90W >\nGPU MAX_FREQ 314000000\n"
+          "< PM_CONFIG DEFAULT=0 >\n")
     (root / "etc/nvpmodel.conf").symlink_to("nvpmodel/nvpmodel_p3834_0008.conf")
     plat = platform(root)
     assert plat.device.presets[1].gpu_max_freq_hz == 1e9 and not plat.device.is_unverified("presets")
+    # The power monitor's get_mode/set_mode services list the board's modes, JetPack 7.2's third too.
+    assert [(m.name, m.reachable_without_reboot) for m in modes.list_modes(plat)] == [
+        ("MAXN", True), ("120W", True), ("90W", True)]
     plat.apply(next(p for p in plat.operating_points() if p.name == "120W"))
     assert plat.sample().nvpmodel_mode == "120W"
     with pytest.raises(OperatingPointError, match="above 120W's"):
