@@ -111,7 +111,8 @@ def presets_from_conf(conf: NvpmodelConf, cpu_cores: int) -> tuple[Preset, ...]:
                     if param.startswith("CPU_") and param != "CPU_ONLINE" and arg == "MAX_FREQ" and v > 0]
         gpu = next((values[(p, "MAX_FREQ")] for p in _GPU_CLOCK_PARAMS if (p, "MAX_FREQ") in values), -1)
         emc = values.get(("EMC", "MAX_FREQ"), 0)
-        mask = next((v for (_, arg), v in values.items() if arg.endswith("PG_MASK")), 0)
+        masks = {arg: v for (_, arg), v in values.items() if arg.endswith("PG_MASK")}
+        mask = masks.get("TPC_PG_MASK", next(iter(masks.values()), 0))  # Orin's name first
         presets.append(Preset(model.mode_id, model.name, cores, mask,
                               min(cpu_caps) * 1e3 if cpu_caps else None,
                               float(gpu) if gpu > 0 else None, float(emc) if emc > 0 else None))
