@@ -1,7 +1,7 @@
 """The governor as a long-running process runs it (the ``governor`` node): flat parameters into
 a ``GovernorConfig``, the platform opened only after a crash record has been put back, the
-model's roofline at the preset in force, and one restore path shared by shutdown, disable,
-signals and errors. ROS-free, so it is tested without rclpy.
+model's roofline at the point found (a preset or custom caps), and one restore path shared by
+shutdown, disable, signals and errors. ROS-free, so it is tested without rclpy.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from edge_roofline.clock import Clock
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.model_follow import ModelFollower
+from edge_roofline.governor.points import clocks_ceilings, effective_clocks
 from edge_roofline.governor.safety import StateStore, recover
 from edge_roofline.models.source import load_model_source
 from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError
-from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
+from edge_roofline.roofline.devices import get_device
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
 from edge_roofline.platforms import create_platform
 
@@ -73,11 +74,13 @@ def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
     return platform, recovered
 
 
-def model_analysis(model: str, device_key: str, preset: str, precision: str, engine: str) -> RooflineAnalysis:
+def model_analysis(model: str, device_key: str, point: OperatingPoint, precision: str, engine: str) -> RooflineAnalysis:
     """The roofline of ``model`` (an ONNX path or zoo:NAME, as the inference node takes it) at
-    the spec ceilings of ``preset``: the predictor's prior."""
+    the spec ceilings of ``point``: the predictor's prior. Any point of the device will do, a
+    preset or the caps someone set by hand (the predictor moves it to every other point)."""
+    device = get_device(device_key)
     cost = analyze_model(load_model_source(model), precision=precision)
-    return analyze_roofline(cost, preset_ceilings(device_key, preset, precision, engine))
+    return analyze_roofline(cost, clocks_ceilings(device, precision, effective_clocks(device, point), engine=engine))
 
 
 class GovernorRuntime:
@@ -102,10 +105,10 @@ class GovernorRuntime:
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
-            preset = self.platform.current_operating_point().name
+            found = self.platform.current_operating_point()
 
             def analyze(model: str) -> RooflineAnalysis | None:
-                return model_analysis(model, device, preset, p["precision"], p["engine"]) if device else None
+                return model_analysis(model, device, found, p["precision"], p["engine"]) if device else None
 
             if not device:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
