@@ -1,7 +1,7 @@
 """The governor as a long-running process runs it (the ``governor`` node): flat parameters into
-a ``GovernorConfig``, the platform opened only after a crash record has been put back, the
-model's roofline at the point found (a preset or custom caps), and one restore path shared by
-shutdown, disable, signals and errors. ROS-free, so it is tested without rclpy.
+a ``GovernorConfig``, the board's lock, the platform opened only after a crash record has been
+put back, the model's roofline at the point found (a preset or custom caps), and one restore
+path shared by shutdown, disable, signals and errors. ROS-free, so it is tested without rclpy.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge_roofline.clock import Clock
+from edge_roofline.governor.board_lock import BoardLock, board_lock_path, previous_record_warning
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.model_follow import ModelFollower
@@ -93,13 +94,17 @@ class GovernorRuntime:
         self.enabled_mode = config.mode if config.mode != "off" else "advise"
         self.log, self.info = log, info or log
         self.store = StateStore(config.state_path)
-        self.store.lock(owner)  # before the crash record is read: a running governor's record is not a crash's
+        # Before the crash record is read: a running governor's record is not a crash's.
+        self.lock = BoardLock(board_lock_path(p["platform"], p["sysfs_root"]))
+        previous = self.lock.acquire(owner, config.state_path)
         try:
             self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
                                                      nvpmodel_cmd=p["nvpmodel_cmd"], store=self.store)
         except BaseException:
-            self.store.unlock()
+            self.lock.release()
             raise
+        if (other_record := previous_record_warning(previous, config.state_path)) is not None:
+            log(other_record)
         if recovered is not None:
             log(f"a previous governor did not shut down: {recovered}")
         try:
@@ -125,7 +130,7 @@ class GovernorRuntime:
                 self.governor.safe_point = self._reachable(p["safe_point"])
         except Exception:
             self.platform.close()
-            self.store.unlock()
+            self.lock.release()
             raise
         self.simulated = identity.simulated
         self._closed = False
@@ -205,5 +210,5 @@ class GovernorRuntime:
         except PlatformError:
             pass  # the files shutdown() could not put back, reported above
         finally:
-            self.store.unlock()
+            self.lock.release()
         return restored

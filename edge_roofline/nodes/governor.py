@@ -55,7 +55,7 @@ PARAMETERS = {
     "safe_point": ("", "fallback point name (empty: the point found at start)"),
     "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
     "state_path": ("", "crash record of every cap file and the mode as found (empty: under sysfs_root, or ~/.ros); "
-                       "locked: one governor per board"),
+                       "one governor per board whatever its state_path (lock: /run/lock, or sysfs_root/run/lock)"),
     "step_rate_hz": (10.0, "decisions per second"),
     "window_s": (5.0, "sliding window of the latency percentile"),
     "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
