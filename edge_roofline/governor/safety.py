@@ -44,6 +44,9 @@ class SafetyMonitor:
         self.last_power_s = start_s
         self.implausible_since_s: float | None = None
         self.implausible_what = ""
+        self._implausible_s: list[float] = []  # when each recent implausible reading came
+        self.glitches = 0  # implausible readings too few to act on, all told
+        self.last_glitch = ""
         self.max_temperature_c = -math.inf
         self.hot_zone = ""
         self.apply_failed_s: float | None = None
@@ -62,8 +65,17 @@ class SafetyMonitor:
                 self.hot_zone, self.max_temperature_c = max(valid.items(), key=lambda kv: kv[1])
 
     def note_implausible(self, timestamp_s: float, what: str) -> None:
-        self.implausible_since_s = timestamp_s
-        self.implausible_what = what
+        """A fault once ``implausible_samples`` readings came within ``implausible_window_s``: a
+        sensor that keeps failing, not one glitch (a single NaN sample is counted in ``glitches``)."""
+        c = self.config
+        self._implausible_s = [t for t in self._implausible_s if timestamp_s - t < c.implausible_window_s]
+        self._implausible_s.append(timestamp_s)
+        if len(self._implausible_s) >= c.implausible_samples:
+            self.implausible_since_s = timestamp_s
+            self.implausible_what = what
+        else:
+            self.glitches += 1
+            self.last_glitch = what
 
     def note_apply_failure(self, timestamp_s: float, error: str) -> None:
         self.apply_failed_s = timestamp_s
