@@ -6,17 +6,20 @@ path shared by shutdown, disable, signals and errors. ROS-free, so it is tested 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from edge_roofline.clock import Clock
 from edge_roofline.governor.board_lock import BoardLock, board_lock_path, previous_record_warning
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.decision import Decision, report
 from edge_roofline.governor.model_follow import ModelFollower
 from edge_roofline.governor.points import clocks_ceilings, effective_clocks
 from edge_roofline.governor.safety import StateStore, recover
 from edge_roofline.models.source import load_model_source
-from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError
+from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError, PlatformInitError
+from edge_roofline.platforms.cpu import CpuPlatform
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
@@ -97,9 +100,9 @@ class GovernorRuntime:
         # Before the crash record is read: a running governor's record is not a crash's.
         self.lock = BoardLock(board_lock_path(p["platform"], p["sysfs_root"]))
         previous = self.lock.acquire(owner, config.state_path)
+        self.unavailable = ""  # why there is nothing to govern here ("": there is)
         try:
-            self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
-                                                     nvpmodel_cmd=p["nvpmodel_cmd"], store=self.store)
+            self.platform, recovered = self._open(p, config.mode)
         except BaseException:
             self.lock.release()
             raise
@@ -115,7 +118,7 @@ class GovernorRuntime:
             def analyze(model: str) -> RooflineAnalysis | None:
                 return model_analysis(model, device, found, p["precision"], p["engine"]) if device else None
 
-            if not device:
+            if not device and not self.unavailable:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
                     f"point is learned by measuring it")
             # A stream's model (the flat parameter for the only stream) overrides what the stream
@@ -128,12 +131,64 @@ class GovernorRuntime:
                                      clock, self.store)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
+            self._nothing_to_govern(identity, config.mode)
         except Exception:
             self.platform.close()
             self.lock.release()
             raise
+        if self.unavailable:
+            self.lock.release()  # nothing here to fight over
+            log(f"governing nothing: {self.unavailable}; mode {config.mode} publishes that on governor/state "
+                f"(state 'unavailable')")
         self.simulated = identity.simulated
         self._closed = False
+        self._glitches_told = 0
+
+    def _open(self, p: dict, mode: str) -> tuple[Platform, str | None]:
+        """The platform and the crash record's "restored ..." line (open_platform). Off a Jetson,
+        where the named platform cannot start, modes off and advise run on the CPU platform,
+        governing nothing and saying so; mode active cannot, and says what to set."""
+        try:
+            return open_platform(p["platform"], sysfs_root=p["sysfs_root"], nvpmodel_cmd=p["nvpmodel_cmd"],
+                                 store=self.store)
+        except PlatformInitError as exc:
+            if mode == "active":
+                raise PlatformInitError(
+                    f"{exc}; mode active needs a platform whose operating point it can change: -p platform:=nvml "
+                    f"(an NVIDIA GPU) or -p platform:=virtual:DEVICE with -p sysfs_root:=DIR (a virtual Jetson), "
+                    f"or -p mode:=advise to run without one") from None
+            self.unavailable = f"platform {p['platform']!r} unavailable ({exc})"
+            self.store = StateStore(None)  # no crash record: nothing will be changed
+            return CpuPlatform(), None  # this machine's CPU, whatever sysfs_root the other one named
+
+    def _nothing_to_govern(self, identity, mode: str) -> None:
+        """A platform with one operating point (the CPU platform) leaves nothing to choose."""
+        if len(self.governor.candidates) > 1:
+            return
+        one = f"the {identity.kind} platform ({identity.model}) has one operating point and nothing to change"
+        if mode == "active" and not self.unavailable:
+            raise ConfigError(f"mode active: {one}; use -p mode:=advise here, or a platform with operating points "
+                              f"(-p platform:=jetson on a Jetson, nvml on an NVIDIA GPU)")
+        self.unavailable = "; ".join(filter(None, (self.unavailable, one)))
+
+    def step(self, now_s: float) -> Decision:
+        """The governor's step; with nothing to govern (``unavailable``), a decision saying so."""
+        gov = self.governor
+        if not self.unavailable or gov.mode == "off":
+            return gov.step(now_s)
+        return report(gov.current, False, f"nothing to govern: {self.unavailable}", "unavailable", None,
+                      gov.streams.values(), {}, math.nan)
+
+    def glitch_lines(self) -> list[str]:
+        """One line when implausible readings came that were too few to act on (a glitch), since
+        the last call; [] otherwise."""
+        safety = self.governor.safety
+        new, self._glitches_told = safety.glitches - self._glitches_told, safety.glitches
+        if new <= 0 or self.unavailable:
+            return []
+        rule = self.governor.config.safety
+        return [f"ignored {new} implausible reading(s), the last: {safety.last_glitch} (a fault is "
+                f"{rule.implausible_samples} within {rule.implausible_window_s:g} s)"]
 
     def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> bool:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
