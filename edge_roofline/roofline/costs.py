@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_roofline.roofline.op_rules import RULES, SAME_SHAPE_OPS, VIEW_OPS, Node, Shape, attribute, numel
-from edge_roofline.roofline.shapes import infer_shapes
+from edge_roofline.roofline.shapes import MAX_VALUE_ELEMENTS, infer_shapes
 
 PRECISIONS = ("fp32", "fp16", "int8", "mixed")
 # Bytes per stored weight; int4 packs two weights per byte.
@@ -121,7 +121,8 @@ _DTYPE_PRECISION = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOU
                     "INT8": "int8", "UINT8": "int8"}
 
 
-def _load(model):
+def load_onnx(model):
+    """(a private copy of the onnx.ModelProto, its name) from a path or a ModelProto."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -141,7 +142,28 @@ def _load(model):
         name = path.stem
     if proto.ir_version <= 0 or not proto.opset_import or not proto.graph.node:
         raise ModelLoadError(f"{name}: not an ONNX model (no IR version, opset or nodes)")
+    _drop_weight_data(proto)
     return proto, name
+
+
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
+                "uint64_data")
+
+
+def _drop_weight_data(proto) -> None:
+    """Initializers too big to be shape arithmetic keep their dims and type but not their data,
+    marked as external data (which the cost model never loads): costs need shapes only, and
+    every analysis copies the graph and hands it to shape inference (a 500 MB decoder took 10 s
+    per analysis with its weights, 0.1 s without)."""
+    from onnx import TensorProto
+
+    for t in proto.graph.initializer:
+        if numel(t.dims) > MAX_VALUE_ELEMENTS and t.data_location != TensorProto.EXTERNAL:
+            for f in _DATA_FIELDS:
+                t.ClearField(f)
+            t.data_location = TensorProto.EXTERNAL
+            entry = t.external_data.add()
+            entry.key, entry.value = "location", "not loaded: the cost model reads shapes only"
 
 
 def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
@@ -270,7 +292,7 @@ def analyze_model(model, precision: str = "fp32", batch: int = 1,
                          f"{WEIGHT_PRECISIONS}")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    proto, model_name = _load(model)
+    proto, model_name = load_onnx(model)
     inputs = _resolve_inputs(proto, batch, dict(input_shapes or {}))
     inferred, inference_error = infer_shapes(proto, inputs)
     graph = inferred.graph

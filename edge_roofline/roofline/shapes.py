@@ -12,13 +12,12 @@ keeps its own nodes; only the shapes come from the folded copy.
 
 from __future__ import annotations
 
-import numpy as np
-
 Shape = tuple[int, ...]
 
 # Only small tensors are evaluated: shape arithmetic, position ranges, masks of a few thousand
-# elements. Anything larger is data, not shape, and is left to inference.
-_MAX_FOLD_ELEMENTS = 1 << 16
+# elements. Anything larger is data, not shape, and is left to inference (the cost model drops
+# the data of bigger initializers: costs.load_onnx).
+MAX_VALUE_ELEMENTS = 1 << 16
 _MAX_ROUNDS = 6
 
 
@@ -83,15 +82,16 @@ def _unshaped_outputs(graph) -> set[str]:
     return {t for node in graph.node for t in node.output if t and t not in shapes}
 
 
-def _fold(graph) -> dict[str, np.ndarray]:
+def _fold(graph) -> dict:
     """Values of the small tensors computable from shapes and constants alone."""
+    import numpy as np
     from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
 
     shapes = static_shapes(graph)
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer
-              if np.prod(t.dims) <= _MAX_FOLD_ELEMENTS}
-    folded: dict[str, np.ndarray] = {}
+              if np.prod(t.dims) <= MAX_VALUE_ELEMENTS and t.data_location != t.EXTERNAL}
+    folded = {}
     for node in graph.node:
         if node.domain not in ("", "ai.onnx"):
             continue
@@ -112,12 +112,12 @@ def _fold(graph) -> dict[str, np.ndarray]:
             except Exception:  # noqa: BLE001 - an op the evaluator lacks stays unfolded
                 continue
         for name, value in zip(node.output, outs):
-            if name and value is not None and np.size(value) <= _MAX_FOLD_ELEMENTS:
+            if name and value is not None and np.size(value) <= MAX_VALUE_ELEMENTS:
                 values[name] = folded[name] = np.asarray(value)
     return folded
 
 
-def _replace_with_constants(graph, folded: dict[str, np.ndarray]) -> None:
+def _replace_with_constants(graph, folded: dict) -> None:
     """Nodes whose every output was folded become Constant nodes of those values."""
     from onnx import helper, numpy_helper
 
