@@ -170,8 +170,11 @@ def decoder_signature(model) -> DecoderSignature | None:
     roles = {(token, 1): "new"}
     for name in past:
         dims = declared[name]
+        # The length axis: [batch, heads, past, head_dim] (and [batch, past, hidden]) put it
+        # second to last; a cache laid out otherwise says where by its one symbolic axis.
         symbolic = [a for a, (v, _) in enumerate(dims) if a > 0 and v is None]
-        roles[(name, len(dims) - 2 if len(dims) - 2 in symbolic or not symbolic else symbolic[0])] = "past"
+        axis = len(dims) - 2
+        roles[(name, axis if axis in symbolic or not symbolic else symbolic[0])] = "past"
     for name in declared:
         rank = len(declared[name])
         if name in past or name == token:
@@ -231,6 +234,10 @@ class DecoderCostModel:
         self.signature = signature
         self.precision, self.weight_precision, self.batch = precision, weight_precision, batch
         self.overrides = dict(input_shapes or {})
+        if batch != 1 and all(dims and dims[0][0] is not None for name, dims in signature.declared.items()
+                              if name not in self.overrides):
+            raise DecoderError(f"batch={batch} asked, but every input's leading dimension is static; "
+                               f"export the model with a dynamic batch axis or give the input shapes")
         self._curves: dict[str, _Curve | None] = {}
         self.decode_cost = lru_cache(maxsize=4096)(self._decode_cost)
 

@@ -150,6 +150,9 @@ def test_roles_of_an_attention_mask_and_unnamed_symbolic_dims():
     assert given.step(1, 4).cost.input_shapes["audio"] == (1, 30)
     with pytest.raises(DecoderError, match="new tokens must be >= 1"):
         sig.input_shapes(0, 4)
+    assert DecoderCostModel(_hf_like(), batch=3).step(1, 4).cost.input_shapes["input_ids"] == (3, 1)
+    with pytest.raises(DecoderError, match="batch=3 asked, but every input's leading dimension is static"):
+        DecoderCostModel(zoo.build("tiny_decoder"), batch=3)
 
 
 def _cost(values: dict[str, float]) -> ModelCost:
