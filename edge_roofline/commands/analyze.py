@@ -1,16 +1,22 @@
 """``edge-roofline analyze MODEL.onnx``: per-layer FLOPs, bytes and roofline bounds of an ONNX
-model on a Jetson operating point, as a table, JSON and charts."""
+model on a Jetson operating point, as a table, JSON and charts. A language model's decoder
+(a KV cache) is also reported per phase: a prefill of ``--prompt`` tokens and a decode step at
+each ``--context``, all from the one graph (``roofline/decoder.py``)."""
 
 from __future__ import annotations
 
 import argparse
+
+from edge_roofline.roofline.costs import WEIGHT_PRECISIONS
+
+DEFAULT_PROMPT = 128
 
 NAME = "analyze"
 HELP = "per-layer roofline analysis of an ONNX model on a device and operating point"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="ONNX model file")
+    parser.add_argument("model", help="ONNX model file or zoo:NAME")
     parser.add_argument("--device", default="agx_orin_64gb",
                         help="device catalogue key or name (default: agx_orin_64gb)")
     parser.add_argument("--operating-point", metavar="NAME",
@@ -23,7 +29,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fp16 peak; fp8/fp4 on devices whose Tensor Cores have them: Thor)")
     parser.add_argument("--all-precisions", action="store_true",
                         help="also draw the roofs of every other precision the device has (fp32 ... fp4)")
+    parser.add_argument("--weight-precision", choices=WEIGHT_PRECISIONS,
+                        help="weight-only precision (e.g. int4 weights, --precision fp16 "
+                             "activations); default: --precision")
     parser.add_argument("--batch", type=int, default=1, help="fills symbolic leading input dims")
+    parser.add_argument("--context", metavar="N,N,...", type=_lengths,
+                        help="decoders: decode steps at these context lengths (tokens in the "
+                             f"KV cache; default: the prompt length, {DEFAULT_PROMPT})")
+    parser.add_argument("--prompt", metavar="N", type=int,
+                        help=f"decoders: prefill of N prompt tokens (default {DEFAULT_PROMPT})")
     parser.add_argument("--input", metavar="NAME=DIMS", action="append", default=[],
                         help="input shape, e.g. images=1x3x640x640 (repeatable)")
     parser.add_argument("--cache-aware", action="store_true",
@@ -34,6 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
     parser.add_argument("--time-plot", metavar="FILE", help="time roofline chart (.png or .svg)")
     parser.add_argument("--layers-plot", metavar="FILE", help="per-layer time bars (.png or .svg)")
+    parser.add_argument("--phase-plot", metavar="FILE",
+                        help="decoders: prefill and decode steps on the roofline (.png or .svg)")
+
+
+def _lengths(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected context lengths like 128,512,2048")
+    return values
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -81,13 +107,12 @@ def _format_table(analysis, top: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from edge_roofline.roofline import charts
+    from edge_roofline.models.source import load_model_source
     from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
-    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.roofline.costs import analyze_model, load_onnx
+    from edge_roofline.roofline.decoder import DecoderError, decoder_signature
     from edge_roofline.roofline.devices import get_device
-    from edge_roofline.roofline.model import analyze_roofline, to_json_dict
+    from edge_roofline.roofline.model import analyze_roofline
 
     inputs = dict(parse_input_shape(t) for t in args.input)
     device = get_device(args.device)
@@ -98,22 +123,97 @@ def run(args: argparse.Namespace) -> int:
     if args.all_precisions:
         ceilings += [preset_ceilings(device, _preset_key(point), p, engine=args.engine)
                      for p in device.precisions if p != peak_precision]
-    cost = analyze_model(args.model, precision=args.precision, batch=args.batch, input_shapes=inputs or None)
-    analyses = [analyze_roofline(cost, c, cache_aware=args.cache_aware) for c in ceilings]
-    print(f"{cost.model} on {device.name}, {point}, {args.engine} {args.precision}, batch "
-          f"{args.batch}, inputs {cost.input_shapes}")
+    # Loaded once (weights dropped: costs need shapes) for the decoder check and the analyses.
+    model, name = load_onnx(load_model_source(args.model))
+    model.graph.name = name
+    phases = []
+    if decoder_signature(model) is not None:
+        per_step = _decoder_phases(model, args, inputs, ceilings, args.cache_aware)
+        analyses = [p.analysis for p in per_step[0]]  # the headline step at every point
+        phases = [at_points[0] for at_points in per_step]  # every step at the operating point
+        shapes = phases[0].step.cost.input_shapes
+    else:
+        if args.context is not None or args.prompt is not None or args.phase_plot:
+            raise DecoderError(f"{args.model}: --context, --prompt and --phase-plot need a decoder "
+                               "with a KV cache (past_* inputs or present_* outputs)")
+        cost = analyze_model(model, precision=args.precision, batch=args.batch,
+                             input_shapes=inputs or None, weight_precision=args.weight_precision)
+        analyses = [analyze_roofline(cost, c, cache_aware=args.cache_aware) for c in ceilings]
+        shapes = cost.input_shapes
+    weights = f", weights {args.weight_precision}" if args.weight_precision else ""
+    print(f"{analyses[0].model} on {device.name}, {point}, {args.engine} {args.precision}{weights}, "
+          f"batch {args.batch}, inputs {shapes}")
+    if phases:
+        print(f"layers of the {phases[0].label} step:")
     print(_format_table(analyses[0], args.top))
+    if phases:
+        print(_format_phases(phases))
+    _write_outputs(args, analyses, phases, device, point)
+    return 0
+
+
+def _decoder_phases(model, args, inputs, ceilings, cache_aware: bool) -> list[list]:
+    """Per step asked for, its PhaseBound at each operating point: the prefill and a decode step
+    per context (a graph exported at fixed lengths: its own step), the headline step (the first
+    decode step, else the prefill) first."""
+    from edge_roofline.roofline.decoder import DecoderCostModel
+    from edge_roofline.roofline.phases import bound_phase
+
+    costs = DecoderCostModel(model, precision=args.precision, weight_precision=args.weight_precision,
+                             batch=args.batch, input_shapes=inputs or None)
+    sig = costs.signature
+    fixed_new, fixed_past = sig.fixed_length("new"), sig.fixed_length("past")
+    if args.prompt is None and args.context is None and fixed_new is not None:
+        steps = [costs.step(fixed_new, fixed_past or 0)]  # exported at fixed lengths: as it stands
+    else:
+        prompt = DEFAULT_PROMPT if args.prompt is None else args.prompt
+        contexts = args.context if args.context is not None else ([prompt] if sig.has_kv_cache else [])
+        steps = [costs.step(1, c) for c in contexts] + [costs.step(prompt, 0)]
+    return [[bound_phase(s, c, cache_aware=cache_aware) for c in ceilings] for s in steps]
+
+
+def _format_phases(phases) -> str:
+    head = (f"{'phase':<8} {'new':>5} {'context':>7} {'GFLOP':>9} {'weights MB':>10} {'KV MB':>8} "
+            f"{'total MB':>9} {'FLOP/B':>7} {'bound':<7} {'roof ms':>9} {'attain ms':>9} "
+            f"{'ms/token':>9} {'tokens/s':>9}")
+    rows = [f"phases ({phases[0].analysis.ceilings.label}, ridge {phases[0].ridge_point:.1f} FLOP/B):",
+            head, "-" * len(head)]
+    for p in phases:
+        rows.append(f"{p.phase:<8} {p.new_tokens:>5} {p.context:>7} {p.flops / 1e9:>9.4f} "
+                    f"{p.weight_bytes / 1e6:>10.3f} {p.kv_cache_bytes / 1e6:>8.3f} {p.bytes / 1e6:>9.3f} "
+                    f"{p.arithmetic_intensity:>7.2f} {p.bound:<7} {p.roofline_time_s * 1e3:>9.4f} "
+                    f"{p.attainable_time_s * 1e3:>9.4f} {p.time_per_token_s * 1e3:>9.4f} "
+                    f"{p.tokens_per_s:>9.1f}")
+    rows.append("bound: the step's intensity against the ridge; roof: max(W/F, Q/B) of the step as "
+                "one fused unit; attain: per unfused layer, with its fixed overhead")
+    return "\n".join(rows)
+
+
+def _write_outputs(args, analyses, phases, device, point) -> None:
+    import json
+
+    from edge_roofline.roofline import charts
+    from edge_roofline.roofline.model import to_json_dict
+    from edge_roofline.roofline.phases import phase_to_json
+
     if args.json:
+        doc = to_json_dict(analyses[0], device=device.key,
+                           operating_point=device.preset(_preset_key(point)).name)
+        doc["weight_precision"] = args.weight_precision or args.precision
+        if phases:
+            doc["phase"] = phases[0].phase
+            doc["phases"] = [phase_to_json(p) for p in phases]
         with open(args.json, "w") as f:
-            json.dump(to_json_dict(analyses[0], device=device.key,
-                                   operating_point=device.preset(_preset_key(point)).name), f, indent=2)
+            json.dump(doc, f, indent=2)
         print(f"wrote {args.json}")
     for path, draw in ((args.plot, charts.roofline_chart), (args.time_plot, charts.time_roofline_chart)):
         if path:
             print(f"wrote {draw(analyses, path)}")
     if args.layers_plot:
         print(f"wrote {charts.layer_time_chart(analyses[0], args.layers_plot)}")
-    return 0
+    if args.phase_plot:
+        compare = [a.ceilings for a in analyses[1:]]
+        print(f"wrote {charts.phase_roofline_chart(phases, args.phase_plot, compare=compare)}")
 
 
 def _preset_key(name: str) -> int | str:

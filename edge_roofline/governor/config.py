@@ -94,12 +94,16 @@ class SafetyConfig:
     max_switches_per_min: int = 60  # ... and at most this many per minute
     recovery_hold_s: float = 2.0  # checks must pass this long before leaving fallback
     apply_failures_before_disable: int = 2  # failures at one point -> never try it again
+    implausible_samples: int = 3  # implausible readings (NaN, negative, absurd) within ...
+    implausible_window_s: float = 1.0  # ... this long -> fallback; fewer are a glitch, counted and logged
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
             if not math.isfinite(v) or v < 0:
                 raise ConfigError(f"safety.{f.name} must be a finite number >= 0, got {v}")
+        if self.implausible_samples < 1:
+            raise ConfigError(f"safety.implausible_samples must be >= 1, got {self.implausible_samples}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "SafetyConfig":

@@ -1,22 +1,27 @@
 """The governor as a long-running process runs it (the ``governor`` node): flat parameters into
-a ``GovernorConfig``, the platform opened only after a crash record has been put back, the
-model's roofline at the preset in force, and one restore path shared by shutdown, disable,
-signals and errors. ROS-free, so it is tested without rclpy.
+a ``GovernorConfig``, the board's lock, the platform opened only after a crash record has been
+put back, the model's roofline at the point found (a preset or custom caps), and one restore
+path shared by shutdown, disable, signals and errors. ROS-free, so it is tested without rclpy.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from edge_roofline.clock import Clock
+from edge_roofline.governor.board_lock import BoardLock, board_lock_path, previous_record_warning
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.decision import Decision, report
 from edge_roofline.governor.model_follow import ModelFollower
+from edge_roofline.governor.points import clocks_ceilings, effective_clocks
 from edge_roofline.governor.safety import StateStore, recover
 from edge_roofline.models.source import load_model_source
-from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError
-from edge_roofline.roofline.ceilings import preset_ceilings
+from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError, PlatformInitError
+from edge_roofline.platforms.cpu import CpuPlatform
 from edge_roofline.roofline.costs import analyze_model
+from edge_roofline.roofline.devices import get_device
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
 from edge_roofline.platforms import create_platform
 
@@ -73,11 +78,13 @@ def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
     return platform, recovered
 
 
-def model_analysis(model: str, device_key: str, preset: str, precision: str, engine: str) -> RooflineAnalysis:
+def model_analysis(model: str, device_key: str, point: OperatingPoint, precision: str, engine: str) -> RooflineAnalysis:
     """The roofline of ``model`` (an ONNX path or zoo:NAME, as the inference node takes it) at
-    the spec ceilings of ``preset``: the predictor's prior."""
+    the spec ceilings of ``point``: the predictor's prior. Any point of the device will do, a
+    preset or the caps someone set by hand (the predictor moves it to every other point)."""
+    device = get_device(device_key)
     cost = analyze_model(load_model_source(model), precision=precision)
-    return analyze_roofline(cost, preset_ceilings(device_key, preset, precision, engine))
+    return analyze_roofline(cost, clocks_ceilings(device, precision, effective_clocks(device, point), engine=engine))
 
 
 class GovernorRuntime:
@@ -90,24 +97,28 @@ class GovernorRuntime:
         self.enabled_mode = config.mode if config.mode != "off" else "advise"
         self.log, self.info = log, info or log
         self.store = StateStore(config.state_path)
-        self.store.lock(owner)  # before the crash record is read: a running governor's record is not a crash's
+        # Before the crash record is read: a running governor's record is not a crash's.
+        self.lock = BoardLock(board_lock_path(p["platform"], p["sysfs_root"]))
+        previous = self.lock.acquire(owner, config.state_path)
+        self.unavailable = ""  # why there is nothing to govern here ("": there is)
         try:
-            self.platform, recovered = open_platform(p["platform"], sysfs_root=p["sysfs_root"],
-                                                     nvpmodel_cmd=p["nvpmodel_cmd"], store=self.store)
+            self.platform, recovered = self._open(p, config.mode)
         except BaseException:
-            self.store.unlock()
+            self.lock.release()
             raise
+        if (other_record := previous_record_warning(previous, config.state_path)) is not None:
+            log(other_record)
         if recovered is not None:
             log(f"a previous governor did not shut down: {recovered}")
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
-            preset = self.platform.current_operating_point().name
+            found = self.platform.current_operating_point()
 
             def analyze(model: str) -> RooflineAnalysis | None:
-                return model_analysis(model, device, preset, p["precision"], p["engine"]) if device else None
+                return model_analysis(model, device, found, p["precision"], p["engine"]) if device else None
 
-            if not device:
+            if not device and not self.unavailable:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
                     f"point is learned by measuring it")
             # A stream's model (the flat parameter for the only stream) overrides what the stream
@@ -120,12 +131,64 @@ class GovernorRuntime:
                                      clock, self.store)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
+            self._nothing_to_govern(identity, config.mode)
         except Exception:
             self.platform.close()
-            self.store.unlock()
+            self.lock.release()
             raise
+        if self.unavailable:
+            self.lock.release()  # nothing here to fight over
+            log(f"governing nothing: {self.unavailable}; mode {config.mode} publishes that on governor/state "
+                f"(state 'unavailable')")
         self.simulated = identity.simulated
         self._closed = False
+        self._glitches_told = 0
+
+    def _open(self, p: dict, mode: str) -> tuple[Platform, str | None]:
+        """The platform and the crash record's "restored ..." line (open_platform). Off a Jetson,
+        where the named platform cannot start, modes off and advise run on the CPU platform,
+        governing nothing and saying so; mode active cannot, and says what to set."""
+        try:
+            return open_platform(p["platform"], sysfs_root=p["sysfs_root"], nvpmodel_cmd=p["nvpmodel_cmd"],
+                                 store=self.store)
+        except PlatformInitError as exc:
+            if mode == "active":
+                raise PlatformInitError(
+                    f"{exc}; mode active needs a platform whose operating point it can change: -p platform:=nvml "
+                    f"(an NVIDIA GPU) or -p platform:=virtual:DEVICE with -p sysfs_root:=DIR (a virtual Jetson), "
+                    f"or -p mode:=advise to run without one") from None
+            self.unavailable = f"platform {p['platform']!r} unavailable ({exc})"
+            self.store = StateStore(None)  # no crash record: nothing will be changed
+            return CpuPlatform(), None  # this machine's CPU, whatever sysfs_root the other one named
+
+    def _nothing_to_govern(self, identity, mode: str) -> None:
+        """A platform with one operating point (the CPU platform) leaves nothing to choose."""
+        if len(self.governor.candidates) > 1:
+            return
+        one = f"the {identity.kind} platform ({identity.model}) has one operating point and nothing to change"
+        if mode == "active" and not self.unavailable:
+            raise ConfigError(f"mode active: {one}; use -p mode:=advise here, or a platform with operating points "
+                              f"(-p platform:=jetson on a Jetson, nvml on an NVIDIA GPU)")
+        self.unavailable = "; ".join(filter(None, (self.unavailable, one)))
+
+    def step(self, now_s: float) -> Decision:
+        """The governor's step; with nothing to govern (``unavailable``), a decision saying so."""
+        gov = self.governor
+        if not self.unavailable or gov.mode == "off":
+            return gov.step(now_s)
+        return report(gov.current, False, f"nothing to govern: {self.unavailable}", "unavailable", None,
+                      gov.streams.values(), {}, math.nan)
+
+    def glitch_lines(self) -> list[str]:
+        """One line when implausible readings came that were too few to act on (a glitch), since
+        the last call; [] otherwise."""
+        safety = self.governor.safety
+        new, self._glitches_told = safety.glitches - self._glitches_told, safety.glitches
+        if new <= 0 or self.unavailable:
+            return []
+        rule = self.governor.config.safety
+        return [f"ignored {new} implausible reading(s), the last: {safety.last_glitch} (a fault is "
+                f"{rule.implausible_samples} within {rule.implausible_window_s:g} s)"]
 
     def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> bool:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
@@ -202,5 +265,5 @@ class GovernorRuntime:
         except PlatformError:
             pass  # the files shutdown() could not put back, reported above
         finally:
-            self.store.unlock()
+            self.lock.release()
         return restored

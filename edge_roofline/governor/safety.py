@@ -1,6 +1,6 @@
 """What keeps the governor from harming the robot: telemetry and plausibility checks, a thermal
 guard, a rate limit on changes, a persisted record of what was found at start (the cap files
-as they were) so it can be put back after a crash, and one governor per board.
+as they were) so it can be put back after a crash.
 
 The governor consults ``SafetyMonitor.verdict(now_s)`` before every decision; any failed check
 sends it to the safe point until the check has passed again for ``recovery_hold_s``.
@@ -8,7 +8,6 @@ sends it to the safe point until the check has passed again for ``recovery_hold_
 
 from __future__ import annotations
 
-import fcntl
 import json
 import math
 import os
@@ -45,6 +44,9 @@ class SafetyMonitor:
         self.last_power_s = start_s
         self.implausible_since_s: float | None = None
         self.implausible_what = ""
+        self._implausible_s: list[float] = []  # when each recent implausible reading came
+        self.glitches = 0  # implausible readings too few to act on, all told
+        self.last_glitch = ""
         self.max_temperature_c = -math.inf
         self.hot_zone = ""
         self.apply_failed_s: float | None = None
@@ -63,8 +65,17 @@ class SafetyMonitor:
                 self.hot_zone, self.max_temperature_c = max(valid.items(), key=lambda kv: kv[1])
 
     def note_implausible(self, timestamp_s: float, what: str) -> None:
-        self.implausible_since_s = timestamp_s
-        self.implausible_what = what
+        """A fault once ``implausible_samples`` readings came within ``implausible_window_s``: a
+        sensor that keeps failing, not one glitch (a single NaN sample is counted in ``glitches``)."""
+        c = self.config
+        self._implausible_s = [t for t in self._implausible_s if timestamp_s - t < c.implausible_window_s]
+        self._implausible_s.append(timestamp_s)
+        if len(self._implausible_s) >= c.implausible_samples:
+            self.implausible_since_s = timestamp_s
+            self.implausible_what = what
+        else:
+            self.glitches += 1
+            self.last_glitch = what
 
     def note_apply_failure(self, timestamp_s: float, error: str) -> None:
         self.apply_failed_s = timestamp_s
@@ -107,10 +118,6 @@ class SafetyMonitor:
         return Verdict(True)
 
 
-class GovernorBusyError(ConfigError):
-    """Another governor already runs on this board (it holds the lock beside the crash record)."""
-
-
 @dataclass(frozen=True)
 class CrashRecord:
     """What a governor found at start: its point and, where the platform can say, the exact
@@ -124,41 +131,12 @@ class CrashRecord:
 class StateStore:
     """The state found at start, persisted before the first change so that a restart after a
     crash can put it back. Written atomically (temp file, fsync, rename): a crash mid-write
-    leaves the old record. ``lock`` takes an OS lock on ``<record>.lock``; the kernel drops it
-    with its process, so a governor killed with -9 never blocks the next one."""
+    leaves the old record. One governor per board: board_lock.py."""
 
     FORMAT = 2
 
     def __init__(self, path: str | os.PathLike | None) -> None:
         self.path = Path(path) if path else None
-        self._lock_fd: int | None = None
-
-    @property
-    def lock_path(self) -> Path | None:
-        return self.path.with_name(self.path.name + ".lock") if self.path else None
-
-    def lock(self, owner: str) -> None:
-        """One governor per board: refuse (GovernorBusyError naming the holder) when another
-        process holds the lock; else hold it, with ``pid N, owner`` written in the lock file."""
-        if self.path is None or self._lock_fd is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode(errors="replace").strip() or "a process that just started"
-            os.close(fd)
-            raise GovernorBusyError(f"another governor already runs on this board ({holder}; lock {self.lock_path}); "
-                                    f"stop it first: two governors would fight over the same caps") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, {owner}\n".encode(), 0)
-        self._lock_fd = fd
-
-    def unlock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor drops the flock
-            self._lock_fd = None
 
     def save(self, found: OperatingPoint, platform_record: dict | None) -> None:
         if self.path is None:

@@ -1,8 +1,9 @@
 """A zoo of reference DNNs built in code with ``onnx.helper`` and seeded random weights.
 
 No downloads and no torch: every model is generated from its topology, so tests, the demo and
-the virtual Jetson can use ResNet, MobileNet, a YOLO-style detector, an LSTM and a BERT-like
-encoder anywhere. Weights are random (He-scaled so activations stay in range), which is all a
+the virtual Jetson can use ResNet, MobileNet, a YOLO-style detector, an LSTM, a BERT-like
+encoder and a small decoder-only language model with a KV cache (``tiny_decoder``, in
+``decoder.py``) anywhere. Weights are random (He-scaled so activations stay in range), which is all a
 roofline needs: FLOPs and bytes depend on shapes, not on trained values.
 
 Conventions that other parts of the suite rely on:
@@ -13,7 +14,8 @@ Conventions that other parts of the suite rely on:
 - Opset 17 and IR version 8: the newest that TensorRT 8.5/8.6 (JetPack 5) parses, and
   LayerNormalization exists from opset 17. GELU is therefore written out with Erf, the
   pattern exporters emit and runtimes fuse.
-- Shapes are static; ``batch`` is the leading dimension of every input.
+- Shapes are static; ``batch`` is the leading dimension of every input. The decoder's
+  sequence and past lengths are symbolic: one graph runs prefill and decode.
 """
 
 from __future__ import annotations
@@ -24,128 +26,17 @@ from typing import Callable
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
-OPSET = 17
-IR_VERSION = 8
+from edge_roofline.models.builder import IR_VERSION, OPSET, GraphBuilder
+from edge_roofline.models.decoder import tiny_decoder
 
-
-class _Builder:
-    """Accumulates nodes and initializers; tracks the channel count of 4-D tensors so conv
-    helpers need only the output width."""
-
-    def __init__(self, name: str, seed: int) -> None:
-        self.name = name
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.inputs: list[onnx.ValueInfoProto] = []
-        self.outputs: list[str] = []
-        self.channels: dict[str, int] = {}
-
-    # ---- primitives ------------------------------------------------------------------
-    def input(self, name: str, shape: list[int], elem_type: int = TensorProto.FLOAT) -> str:
-        self.inputs.append(helper.make_tensor_value_info(name, elem_type, shape))
-        if len(shape) == 4:
-            self.channels[name] = shape[1]
-        return name
-
-    def const(self, name: str, array: np.ndarray) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(array), name))
-        return name
-
-    def weight(self, name: str, shape: tuple[int, ...], fan_in: int) -> str:
-        # He-normal keeps the activation variance ~constant through ReLU stacks.
-        scale = math.sqrt(2.0 / max(fan_in, 1))
-        return self.const(name, self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
-
-    def op(self, op_type: str, inputs: list[str], name: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attrs))
-        return name
-
-    # ---- layers ----------------------------------------------------------------------
-    def conv(self, x: str, cout: int, name: str, k: int = 3, stride: int = 1, groups: int = 1,
-             bias: bool = False) -> str:
-        cin = self.channels[x]
-        w = self.weight(f"{name}.weight", (cout, cin // groups, k, k), cin // groups * k * k)
-        ins = [x, w] + ([self.const(f"{name}.bias", np.zeros(cout, np.float32))] if bias else [])
-        y = self.op("Conv", ins, name, kernel_shape=[k, k], strides=[stride, stride],
-                    pads=[k // 2] * 4, group=groups)
-        self.channels[y] = cout
-        return y
-
-    def bn(self, x: str, name: str) -> str:
-        c = self.channels[x]
-        params = [self.const(f"{name}.{p}", v.astype(np.float32)) for p, v in (
-            ("scale", 1.0 + 0.1 * self.rng.standard_normal(c)),
-            ("bias", 0.1 * self.rng.standard_normal(c)),
-            ("mean", 0.1 * self.rng.standard_normal(c)),
-            ("var", 1.0 + 0.1 * self.rng.random(c)))]
-        y = self.op("BatchNormalization", [x, *params], name, epsilon=1e-5)
-        self.channels[y] = c
-        return y
-
-    def act(self, x: str, kind: str, name: str) -> str:
-        """ReLU, ReLU6 (Clip) or SiLU (x * sigmoid(x), two nodes as exporters write it)."""
-        if kind == "relu":
-            y = self.op("Relu", [x], name)
-        elif kind == "relu6":
-            lo = self.const(f"{name}.min", np.array(0.0, np.float32))
-            hi = self.const(f"{name}.max", np.array(6.0, np.float32))
-            y = self.op("Clip", [x, lo, hi], name)
-        elif kind == "silu":
-            y = self.op("Mul", [x, self.op("Sigmoid", [x], f"{name}.sigmoid")], name)
-        else:
-            raise ValueError(f"unknown activation {kind!r}")
-        self.channels[y] = self.channels[x]
-        return y
-
-    def conv_bn_act(self, x: str, cout: int, name: str, k: int = 3, stride: int = 1,
-                    groups: int = 1, act: str | None = "relu") -> str:
-        y = self.bn(self.conv(x, cout, f"{name}.conv", k, stride, groups), f"{name}.bn")
-        return self.act(y, act, f"{name}.act") if act else y
-
-    def add(self, a: str, b: str, name: str) -> str:
-        y = self.op("Add", [a, b], name)
-        if a in self.channels:
-            self.channels[y] = self.channels[a]
-        return y
-
-    def concat(self, xs: list[str], name: str) -> str:
-        y = self.op("Concat", xs, name, axis=1)
-        self.channels[y] = sum(self.channels[x] for x in xs)
-        return y
-
-    def linear(self, x: str, fin: int, fout: int, name: str) -> str:
-        """MatMul + Add over the last axis (transformer/LSTM style, any rank)."""
-        w = self.weight(f"{name}.weight", (fin, fout), fin)
-        b = self.const(f"{name}.bias", np.zeros(fout, np.float32))
-        return self.op("Add", [self.op("MatMul", [x, w], f"{name}.matmul"), b], f"{name}.add")
-
-    def classifier(self, x: str, classes: int, name: str = "fc") -> str:
-        """Global average pool, flatten, fully connected (Gemm)."""
-        c = self.channels[x]
-        flat = self.op("Flatten", [self.op("GlobalAveragePool", [x], "avgpool")], "flatten")
-        w = self.weight(f"{name}.weight", (classes, c), c)
-        b = self.const(f"{name}.bias", np.zeros(classes, np.float32))
-        return self.op("Gemm", [flat, w, b], name, transB=1)
-
-    # ---- finish ----------------------------------------------------------------------
-    def model(self, outputs: list[str], doc: str) -> onnx.ModelProto:
-        outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
-        graph = helper.make_graph(self.nodes, self.name, self.inputs, outs, self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="edge_roofline.zoo", doc_string=doc)
-        model.ir_version = IR_VERSION
-        # Shape inference fills in intermediate and output shapes, which cost models read.
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-        onnx.checker.check_model(model)
-        return model
+__all__ = ["IR_VERSION", "OPSET", "BUILDERS", "NAMES", "build", "save"]
 
 
 # ---- CNNs -----------------------------------------------------------------------------
 
-def _resnet(b: _Builder, batch: int, blocks: tuple[int, ...], bottleneck: bool,
+def _resnet(b: GraphBuilder, batch: int, blocks: tuple[int, ...], bottleneck: bool,
             resolution: int, classes: int) -> onnx.ModelProto:
     x = b.input("input", [batch, 3, resolution, resolution])
     x = b.conv_bn_act(x, 64, "stem", k=7, stride=2)
@@ -173,17 +64,17 @@ def _resnet(b: _Builder, batch: int, blocks: tuple[int, ...], bottleneck: bool,
 
 
 def resnet18(batch: int = 1, resolution: int = 224, classes: int = 1000, seed: int = 0):
-    return _resnet(_Builder("resnet18", seed), batch, (2, 2, 2, 2), False, resolution, classes)
+    return _resnet(GraphBuilder("resnet18", seed), batch, (2, 2, 2, 2), False, resolution, classes)
 
 
 def resnet50(batch: int = 1, resolution: int = 224, classes: int = 1000, seed: int = 0):
-    return _resnet(_Builder("resnet50", seed), batch, (3, 4, 6, 3), True, resolution, classes)
+    return _resnet(GraphBuilder("resnet50", seed), batch, (3, 4, 6, 3), True, resolution, classes)
 
 
 def mobilenetv2(batch: int = 1, resolution: int = 224, classes: int = 1000,
                 width: float = 1.0, seed: int = 0):
     """MobileNetV2: inverted residuals (1x1 expand, 3x3 depthwise, 1x1 linear project)."""
-    b = _Builder("mobilenetv2", seed)
+    b = GraphBuilder("mobilenetv2", seed)
 
     def ch(c: int) -> int:  # round to a multiple of 8, as the reference implementation does
         return max(8, int(c * width + 4) // 8 * 8)
@@ -212,7 +103,7 @@ def yolo_tiny(batch: int = 1, resolution: int = 640, classes: int = 80, width: f
     """A YOLOv8n-shaped detector: Conv-BN-SiLU backbone with C2f blocks and SPPF, a PAN/FPN
     neck (nearest upsample + concat), and decoupled box/class heads at strides 8/16/32.
     Output: [batch, 4 * reg_max + classes, anchors] raw head maps (no NMS)."""
-    b = _Builder("yolo_tiny", seed)
+    b = GraphBuilder("yolo_tiny", seed)
 
     def ch(c: int) -> int:
         return max(8, int(math.ceil(c * width / 8)) * 8)
@@ -286,7 +177,7 @@ def yolo_tiny(batch: int = 1, resolution: int = 640, classes: int = 80, width: f
 
 def tiny_cnn(batch: int = 1, resolution: int = 64, classes: int = 10, seed: int = 0):
     """A few conv layers on a 64x64 image and a 10-way classifier: fast, for tests and demos."""
-    b = _Builder("tiny_cnn", seed)
+    b = GraphBuilder("tiny_cnn", seed)
     x = b.input("input", [batch, 3, resolution, resolution])
     for i, cout in enumerate((16, 32, 64)):
         x = b.act(b.conv(x, cout, f"conv{i}", bias=True), "relu", f"relu{i}")
@@ -303,7 +194,7 @@ def lstm(batch: int = 1, seq_len: int = 100, features: int = 80, hidden: int = 2
          layers: int = 2, vocab: int = 29, seed: int = 0):
     """Speech-recognition-shaped: frames of log-mel features -> stacked LSTM -> per-frame
     character logits. Input [seq_len, batch, features] (the ONNX LSTM default layout)."""
-    b = _Builder("lstm", seed)
+    b = GraphBuilder("lstm", seed)
     x, fin = b.input("features", [seq_len, batch, features]), features
     squeeze_axes = b.const("num_directions_axis", np.array([1], np.int64))
     for i in range(layers):
@@ -325,21 +216,8 @@ def transformer(batch: int = 1, seq_len: int = 128, hidden: int = 256, layers: i
     LayerNormalization, a GELU feed-forward block, residual + LayerNormalization."""
     if hidden % heads:
         raise ValueError(f"hidden ({hidden}) must be divisible by heads ({heads})")
-    b = _Builder("transformer", seed)
+    b = GraphBuilder("transformer", seed)
     ffn, head_dim = ffn or 4 * hidden, hidden // heads
-
-    def layer_norm(x: str, name: str) -> str:
-        gamma = b.const(f"{name}.weight", np.ones(hidden, np.float32))
-        beta = b.const(f"{name}.bias", np.zeros(hidden, np.float32))
-        return b.op("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-12)
-
-    def gelu(x: str, name: str) -> str:  # 0.5 * x * (1 + erf(x / sqrt(2)))
-        inv_sqrt2 = b.const(f"{name}.c_inv_sqrt2", np.array(1 / math.sqrt(2), np.float32))
-        one = b.const(f"{name}.c_one", np.array(1.0, np.float32))
-        half = b.const(f"{name}.c_half", np.array(0.5, np.float32))
-        e = b.op("Erf", [b.op("Mul", [x, inv_sqrt2], f"{name}.scale")], f"{name}.erf")
-        y = b.op("Mul", [x, b.op("Add", [e, one], f"{name}.add")], f"{name}.mul")
-        return b.op("Mul", [y, half], f"{name}.half")
 
     split_heads = b.const("shape.split_heads", np.array([batch, seq_len, heads, head_dim], np.int64))
     merge_heads = b.const("shape.merge_heads", np.array([batch, seq_len, hidden], np.int64))
@@ -349,7 +227,7 @@ def transformer(batch: int = 1, seq_len: int = 128, hidden: int = 256, layers: i
     word = b.weight("embeddings.word", (vocab, hidden), hidden)
     pos = b.weight("embeddings.position", (seq_len, hidden), hidden)
     x = b.op("Add", [b.op("Gather", [word, ids], "embeddings.lookup"), pos], "embeddings.add")
-    x = layer_norm(x, "embeddings.norm")
+    x = b.layer_norm(x, hidden, "embeddings.norm")
     for i in range(layers):
         n = f"layer{i}"
 
@@ -367,10 +245,10 @@ def transformer(batch: int = 1, seq_len: int = 128, hidden: int = 256, layers: i
                    f"{n}.context.transpose", perm=[0, 2, 1, 3])
         ctx = b.op("Reshape", [ctx, merge_heads], f"{n}.context.reshape")
         attn = b.linear(ctx, hidden, hidden, f"{n}.attention.output")
-        x = layer_norm(b.op("Add", [attn, x], f"{n}.attention.residual"), f"{n}.attention.norm")
-        h = gelu(b.linear(x, hidden, ffn, f"{n}.ffn.intermediate"), f"{n}.ffn.gelu")
+        x = b.layer_norm(b.op("Add", [attn, x], f"{n}.attention.residual"), hidden, f"{n}.attention.norm")
+        h = b.gelu(b.linear(x, hidden, ffn, f"{n}.ffn.intermediate"), f"{n}.ffn.gelu")
         h = b.linear(h, ffn, hidden, f"{n}.ffn.output")
-        x = layer_norm(b.op("Add", [h, x], f"{n}.ffn.residual"), f"{n}.ffn.norm")
+        x = b.layer_norm(b.op("Add", [h, x], f"{n}.ffn.residual"), hidden, f"{n}.ffn.norm")
     return b.model([x], f"BERT-like encoder: {layers} layers, hidden {hidden}, {heads} heads, "
                         f"sequence {seq_len}")
 
@@ -383,6 +261,7 @@ BUILDERS: dict[str, Callable[..., onnx.ModelProto]] = {
     "lstm": lstm,
     "transformer": transformer,
     "tiny_cnn": tiny_cnn,
+    "tiny_decoder": tiny_decoder,
 }
 NAMES: tuple[str, ...] = tuple(BUILDERS)
 ZOO_PREFIX = "zoo:"

@@ -26,6 +26,7 @@ from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros.stamps import stamp_s
+from edge_roofline.telemetry.repeated_lines import RepeatedLines
 from edge_roofline.srv import SetTarget
 
 PARAMETERS = {
@@ -33,7 +34,8 @@ PARAMETERS = {
     "target_latency_ms": (50.0, "latency target at the percentile"),
     "percentile": (95.0, "latency percentile the target applies to"),
     "margin": (GovernorConfig.margin, "predicted percentile must stay under target x (1 - margin)"),
-    "platform": ("jetson", "jetson | virtual:DEVICE | nvml (outside the catalogue: points learned by measuring)"),
+    "platform": ("jetson", "jetson | virtual:DEVICE | nvml (outside the catalogue: points learned by measuring); "
+                           "one that cannot start: modes off and advise govern nothing and say so, active exits 2"),
     "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
     "device": ("", "catalogue device (empty: from the platform)"),
@@ -55,7 +57,7 @@ PARAMETERS = {
     "safe_point": ("", "fallback point name (empty: the point found at start)"),
     "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
     "state_path": ("", "crash record of every cap file and the mode as found (empty: under sysfs_root, or ~/.ros); "
-                       "locked: one governor per board"),
+                       "one governor per board whatever its state_path (lock: /run/lock, or sysfs_root/run/lock)"),
     "step_rate_hz": (10.0, "decisions per second"),
     "window_s": (5.0, "sliding window of the latency percentile"),
     "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
@@ -63,6 +65,9 @@ PARAMETERS = {
     "thermal_limit_c": (95.0, "fall back when a zone comes within thermal_margin_c of this"),
     "thermal_margin_c": (5.0, "see thermal_limit_c"),
 }
+
+
+REPEATED_LINES_S = 5.0  # a log line that only counts on comes at most this often
 
 
 class _NodeClock(Clock):
@@ -100,6 +105,7 @@ class GovernorNode(Node):
         self.create_timer(1.0 / p["step_rate_hz"], self.on_step)
         self.last_change = Time()
         self.last_reason = ""
+        self.repeated = RepeatedLines(interval_s=REPEATED_LINES_S)
         gov = self.runtime.governor
         sim = " (SIMULATION)" if self.runtime.simulated else ""
         targets = ", ".join(f"{s.name} p{s.percentile:g} <= {s.target_latency_ms:g} ms on {self.stats_topics[s.name]}"
@@ -118,13 +124,21 @@ class GovernorNode(Node):
     def on_step(self) -> None:
         for line in self.runtime.follow_models():
             self.get_logger().info(line)
-        decision = self.runtime.governor.step(self.clock.now_s())
+        now_s = self.clock.now_s()
+        for line in self.runtime.glitch_lines():
+            if (line := self.repeated.admit(line, now_s)) is not None:
+                self.get_logger().warning(line)
+        decision = self.runtime.step(now_s)
         stamp = self.get_clock().now().to_msg()
         if decision.applied:
             self.last_change = stamp
         if decision.reason != self.last_reason:
             self.last_reason = decision.reason
-            self.get_logger().info(f"{decision.state} {decision.point.name}: {decision.reason}")
+            # Every move is logged; a reason that only counts on (fallback: "no power sample for
+            # 1.23 s", 10 times a second) once per interval, with how many were held back.
+            line = f"{decision.state} {decision.point.name}: {decision.reason}"
+            if decision.applied or (line := self.repeated.admit(line, now_s)) is not None:
+                self.get_logger().info(line)
         gov = self.runtime.governor
         self.state_pub.publish(convert.governor_state_msg(
             decision, gov.config, mode=gov.mode, model_id=gov.model_id, model_note=gov.model_note,

@@ -6,6 +6,8 @@
   what bounds it.
 - ``time_roofline_chart``: time per GFLOP against arithmetic intensity; the roof is
   max(1 / F, 1 / (I x B)), overhead-bound layers float above it.
+- ``phase_roofline_chart``: a language model's prefill and decode steps (one per context) on
+  the roofs of the operating point, against where the roof puts them.
 - ``energy_roofline_chart``: FLOP per joule against arithmetic intensity per operating point.
 - ``layer_time_chart``: per-layer attainable time as bars, the roofline part coloured by
   compute- or memory-bound and the fixed overhead on top, measured time as a tick.
@@ -20,6 +22,7 @@ from typing import Mapping, Sequence
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.energy import EnergyRooflineFit, attainable_flops_per_joule
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
+from edge_roofline.roofline.phases import PhaseBound
 
 BOUND_COLOURS = {"compute": "#d62728", "memory": "#1f77b4", "overhead": "#7f7f7f"}
 _POINT_COLOURS = ("#000000", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -87,6 +90,21 @@ def _scatter_layers(ax, analysis: RooflineAnalysis, y_of, label_top: int) -> Non
         ax.annotate(layers[i].name, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
 
 
+def _draw_roofs(ax, ceilings: Sequence[Ceilings], x, levels: tuple[str, ...] = ("l2", "l1")) -> None:
+    """Each operating point's compute and DRAM roofs (cache roofs dashed), ridge dotted."""
+    for c, colour in zip(ceilings, itertools.cycle(_POINT_COLOURS)):  # more roof sets than colours: reuse
+        ax.plot(x, [min(c.peak_flops, i * c.dram_bandwidth_bps) for i in x], color=colour, lw=2,
+                ls="-" if c.dram_unresolved is None else "-.",  # an unmeasured DRAM roof is a bound
+                label=f"{c.label}: {c.peak_flops / 1e12:.2f} TFLOP/s, "
+                      f"DRAM {c.dram_text()}")
+        for level in levels:
+            bw = c.bandwidth_bps(level)
+            if bw:
+                ax.plot(x, [min(c.peak_flops, i * bw) for i in x], color=colour, lw=1, ls="--",
+                        alpha=0.6, label=f"{level.upper()} {bw / 1e9:.0f} GB/s")
+        ax.axvline(c.ridge_point, color=colour, lw=0.6, ls=":", alpha=0.6)
+
+
 def roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis], path: str | Path, *,
                    title: str | None = None, label_top: int = 5) -> Path:
     """Classic roofline of one or several analyses (one set of roofs per operating point;
@@ -97,17 +115,7 @@ def roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis], path
     lo, hi = _intensity_range(analyses, ceilings)
     x = _logspace(lo, hi)
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for c, colour in zip(ceilings, itertools.cycle(_POINT_COLOURS)):  # more roof sets than colours: reuse
-        ax.plot(x, [min(c.peak_flops, i * c.dram_bandwidth_bps) for i in x], color=colour, lw=2,
-                ls="-" if c.dram_unresolved is None else "-.",  # an unmeasured DRAM roof is a bound
-                label=f"{c.label}: {c.peak_flops / 1e12:.2f} TFLOP/s, "
-                      f"DRAM {c.dram_text()}")
-        for level in ("l2", "l1"):
-            bw = c.bandwidth_bps(level)
-            if bw:
-                ax.plot(x, [min(c.peak_flops, i * bw) for i in x], color=colour, lw=1, ls="--",
-                        alpha=0.6, label=f"{level.upper()} {bw / 1e9:.0f} GB/s")
-        ax.axvline(c.ridge_point, color=colour, lw=0.6, ls=":", alpha=0.6)
+    _draw_roofs(ax, ceilings, x)
     first = analyses[0]
     _scatter_layers(ax, first, lambda l: l.flops / _layer_time_s(l), label_top)
     ax.set_xscale("log")
@@ -178,6 +186,57 @@ def energy_roofline_chart(points: Mapping[str, tuple[EnergyRooflineFit, Ceilings
     ax.set_title(title or "Energy roofline: E = eps_flop W + eps_byte Q + pi0 T")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def phase_roofline_chart(phases: Sequence[PhaseBound], path: str | Path, *,
+                         compare: Sequence[Ceilings] = (), title: str | None = None) -> Path:
+    """A language model's phases on the roofline of the operating point they were bound
+    against (the first phase's ceilings; ``compare`` adds other points' roofs): each step at
+    its intensity and its FLOP/s (measured when given, else attainable with its per-layer
+    overhead), and where the roof puts it (hollow). Prefill in red, decode in blue, darker with
+    a longer context."""
+    plt = _pyplot()
+    if not phases:
+        raise ValueError("no phases to draw")
+    ceilings = [phases[0].analysis.ceilings, *compare]
+    values = [p.arithmetic_intensity for p in phases if p.arithmetic_intensity > 0]
+    values += [c.ridge_point for c in ceilings]
+    x = _logspace(min(values) / 4, max(values) * 4)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    _draw_roofs(ax, ceilings, x, levels=())
+    roof = ceilings[0]
+    decodes = sorted(p.context for p in phases if p.phase == "decode")
+    for p in phases:
+        if p.phase == "decode":
+            shade = 0.4 + 0.6 * (decodes.index(p.context) + 1) / len(decodes)
+            colour = plt.cm.Blues(shade)
+        else:
+            colour = BOUND_COLOURS["compute"]
+        i = p.arithmetic_intensity
+        ax.scatter([i], [p.achieved_flops], s=90, color=colour, edgecolors="k", zorder=4,
+                   label=f"{p.label}: {p.arithmetic_intensity:.2f} FLOP/B, {p.bound}-bound, "
+                         f"{p.time_per_token_s * 1e3:.3g} ms/token")
+        ax.scatter([i], [min(roof.peak_flops, i * roof.dram_bandwidth_bps)], s=60,
+                   facecolors="none", edgecolors=colour, zorder=4)
+        # Decode steps sit close together: their context, alternately below and above.
+        below = p.phase != "decode" or decodes.index(p.context) % 2 == 0
+        text = p.label if p.phase != "decode" else f"@ {p.context}"
+        ax.annotate(text, (i, p.achieved_flops), fontsize=7, xytext=(0, -14 if below else 9),
+                    textcoords="offset points", ha="center")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    measured = all(p.measured_time_s for p in phases)
+    ax.set_ylabel("performance (FLOP/s): " + ("measured" if measured else
+                                              "attainable incl. per-layer overhead; hollow: the roof"))
+    first = phases[0].analysis
+    ax.set_title(title or f"Prefill and decode of {first.model} ({first.precision}, batch "
+                          f"{first.batch}) on {roof.label}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=6, loc="lower right")
+    ax.set_ylim(bottom=min(p.achieved_flops for p in phases if p.achieved_flops > 0) / 4
+                if any(p.achieved_flops > 0 for p in phases) else None)
     return _save(fig, path)
 
 

@@ -13,7 +13,12 @@ Counting convention (also in ``docs/roofline.md``):
   0 FLOPs but moves its bytes. View ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
   Dropout at inference, Shape, Constant) alias their input: 0 FLOPs and 0 bytes.
 - Bytes are compulsory traffic at the tensors' precision: every input (activations and
-  parameters) read once, every output written once. Layers are counted unfused.
+  parameters) read once, every output written once. Layers are counted unfused. A gather
+  (an embedding lookup) reads the rows it gathers, not its whole table.
+- Weight-only precisions (``weight_precision``, e.g. int4 weights with fp16 activations):
+  float parameters of rank >= 2 (weight matrices, kernels, embedding tables) take the weight
+  precision's size; biases and norm scales keep the activation precision. Quantisation scales
+  and zero points are not counted (fp16 per group of 128 int4 weights would add 1.6 %).
 - An op without a model here is reported in ``ModelCost.unknown_ops`` with ``known=False``;
   its bytes are still counted, its FLOPs are unknown (0 in sums), never silently "modelled".
 """
@@ -24,8 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_roofline.roofline.op_rules import RULES, SAME_SHAPE_OPS, VIEW_OPS, Node, Shape, attribute, numel
+from edge_roofline.roofline.shapes import MAX_VALUE_ELEMENTS, infer_shapes
 
 PRECISIONS = ("fp32", "fp16", "int8", "fp8", "fp4", "mixed")
+# Bytes per stored weight; int4 packs two weights per byte.
+WEIGHT_PRECISION_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+WEIGHT_PRECISIONS = tuple(WEIGHT_PRECISION_BYTES)
 
 
 class CostModelError(Exception):
@@ -54,6 +63,7 @@ class LayerCost:
     precision: str       # "fp32" | "fp16" | "int8" | "fp8" | "fp4" | "mixed"
     known: bool = True   # False: op not modelled (listed in ModelCost.unknown_ops)
     is_view: bool = False  # aliases its input (Reshape...): no data moved, no kernel launched
+    weight_bytes: float = 0.0  # the part of param_bytes in rank >= 2 weights (weight precision)
 
     @property
     def bytes(self) -> float:
@@ -73,10 +83,15 @@ class ModelCost:
     layers: tuple[LayerCost, ...]
     unknown_ops: tuple[str, ...]
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    weight_precision: str | None = None  # None: weights at ``precision`` like every tensor
 
     @property
     def total_flops(self) -> float:
         return sum(l.flops for l in self.layers)
+
+    @property
+    def total_weight_bytes(self) -> float:
+        return sum(l.weight_bytes for l in self.layers)
 
     @property
     def total_macs(self) -> float:
@@ -107,7 +122,8 @@ _DTYPE_PRECISION = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOU
                     "FLOAT4E2M1": "fp4"}
 
 
-def _load(model):
+def load_onnx(model):
+    """(a private copy of the onnx.ModelProto, its name) from a path or a ModelProto."""
     import onnx
     from google.protobuf.message import DecodeError
 
@@ -127,7 +143,28 @@ def _load(model):
         name = path.stem
     if proto.ir_version <= 0 or not proto.opset_import or not proto.graph.node:
         raise ModelLoadError(f"{name}: not an ONNX model (no IR version, opset or nodes)")
+    _drop_weight_data(proto)
     return proto, name
+
+
+_DATA_FIELDS = ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
+                "uint64_data")
+
+
+def _drop_weight_data(proto) -> None:
+    """Initializers too big to be shape arithmetic keep their dims and type but not their data,
+    marked as external data (which the cost model never loads): costs need shapes only, and
+    every analysis copies the graph and hands it to shape inference (a 500 MB decoder took 10 s
+    per analysis with its weights, 0.1 s without)."""
+    from onnx import TensorProto
+
+    for t in proto.graph.initializer:
+        if numel(t.dims) > MAX_VALUE_ELEMENTS and t.data_location != TensorProto.EXTERNAL:
+            for f in _DATA_FIELDS:
+                t.ClearField(f)
+            t.data_location = TensorProto.EXTERNAL
+            entry = t.external_data.add()
+            entry.key, entry.value = "location", "not loaded: the cost model reads shapes only"
 
 
 def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
@@ -148,8 +185,10 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
             if dims is not None and len(dims) != len(shape):
                 raise ShapeError(f"input {vi.name!r} has rank {len(dims)}, but the given shape "
                                  f"{shape} has rank {len(shape)}")
-            if any(d <= 0 for d in shape):
-                raise ShapeError(f"input {vi.name!r}: dimensions must be positive, got {shape}")
+            # An empty KV cache (past length 0) is a valid input; an empty batch is not.
+            if any(d < 0 for d in shape) or (shape and shape[0] == 0):
+                raise ShapeError(f"input {vi.name!r}: dimensions must be >= 0 (the leading one "
+                                 f">= 1), got {shape}")
             resolved[vi.name] = shape
             continue
         if dims is None:
@@ -157,8 +196,8 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
                              f"input_shapes / --input {vi.name}=D0,D1,...")
         shape = []
         for i, d in enumerate(dims):
-            if d.HasField("dim_value") and d.dim_value > 0:
-                shape.append(d.dim_value)
+            if d.HasField("dim_value") and (d.dim_value > 0 or (i > 0 and d.dim_value == 0)):
+                shape.append(d.dim_value)  # a static 0 past a batch axis: an empty KV cache
             elif i == 0:
                 shape.append(batch)
                 batch_used = True
@@ -172,28 +211,6 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
                          f"({resolved}); export the model with a dynamic batch axis or give "
                          f"the input shapes")
     return resolved
-
-
-def _infer_shapes(proto, inputs: dict[str, Shape]):
-    """(model with inferred shapes, the strict inference's error or None)."""
-    import onnx
-
-    for vi in proto.graph.input:
-        if vi.name in inputs:
-            shape = vi.type.tensor_type.shape
-            shape.ClearField("dim")
-            for d in inputs[vi.name]:
-                shape.dim.add().dim_value = d
-    try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=True,
-                                                 data_prop=True), None
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
-        # Exported models are not always self-consistent (a declared output type that
-        # disagrees with the op): infer what can be inferred, and let a node that is left
-        # without a shape fail with this message attached.
-        lenient = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False,
-                                                    data_prop=True)
-        return lenient, str(exc).strip()
 
 
 def _tensor_table(graph) -> dict[str, tuple[Shape | None, int]]:
@@ -222,10 +239,11 @@ class _Sizer:
     precision's size; integer tensors (indices, shapes, int8 data) keep their own;
     ``mixed`` keeps every tensor's own type."""
 
-    def __init__(self, precision: str):
+    def __init__(self, precision: str, weight_precision: str | None = None):
         import onnx
 
         self.precision = precision
+        self.weight_precision = weight_precision
         self._name = onnx.TensorProto.DataType.Name
         self._itemsize = {}
 
@@ -245,25 +263,39 @@ class _Sizer:
             self._itemsize[elem_type] = size or 4
         return self._itemsize[elem_type]
 
+    def weight_element_bytes(self, elem_type: int, shape: Shape) -> float | None:
+        """Bytes per element of a parameter that is a weight (float, rank >= 2): the weight
+        precision's size, or the tensor's usual size without one; None for other tensors."""
+        if len(shape) < 2 or self.type_name(elem_type) not in _FLOAT_TYPES:
+            return None
+        if self.weight_precision is None:
+            return self.element_bytes(elem_type)
+        return WEIGHT_PRECISION_BYTES[self.weight_precision]
+
 
 # ---- the analysis -------------------------------------------------------------------------
 
 def analyze_model(model, precision: str = "fp32", batch: int = 1,
-                  input_shapes: dict[str, tuple[int, ...]] | None = None) -> ModelCost:
+                  input_shapes: dict[str, tuple[int, ...]] | None = None,
+                  weight_precision: str | None = None) -> ModelCost:
     """Cost of every node of ``model`` (a path or an ``onnx.ModelProto``).
 
-    ``precision`` sets the size of float tensors (``mixed``: every tensor its own type).
+    ``precision`` sets the size of float tensors (``mixed``: every tensor its own type);
+    ``weight_precision`` (``WEIGHT_PRECISIONS``) that of weights alone (weight-only quantisation).
     ``batch`` fills symbolic leading input dimensions; ``input_shapes`` gives inputs' full
     shapes. Raises ``ModelLoadError`` for a file that is not ONNX and ``ShapeError`` naming
     the input, node or tensor whose shape is unknown.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; use one of {PRECISIONS}")
+    if weight_precision is not None and weight_precision not in WEIGHT_PRECISION_BYTES:
+        raise ValueError(f"unknown weight precision {weight_precision!r}; use one of "
+                         f"{WEIGHT_PRECISIONS}")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    proto, model_name = _load(model)
+    proto, model_name = load_onnx(model)
     inputs = _resolve_inputs(proto, batch, dict(input_shapes or {}))
-    inferred, inference_error = _infer_shapes(proto, inputs)
+    inferred, inference_error = infer_shapes(proto, inputs)
     graph = inferred.graph
     context = f"; shape inference reported: {inference_error}" if inference_error else ""
     table = _tensor_table(graph)
@@ -271,7 +303,7 @@ def analyze_model(model, precision: str = "fp32", batch: int = 1,
                  for out in node.output}
     params = {t.name for t in graph.initializer} | {
         node.output[0] for node in graph.node if node.op_type == "Constant"}
-    sizer = _Sizer(precision)
+    sizer = _Sizer(precision, weight_precision)
     layers = []
     unknown: list[str] = []
     for index, node in enumerate(graph.node):
@@ -308,23 +340,53 @@ def analyze_model(model, precision: str = "fp32", batch: int = 1,
             flops = 2.0 * macs + other
         is_view = node.op_type in VIEW_OPS and rule is not None
 
-        def tensor_bytes(tensor: str) -> float:
-            shape, elem_type = table.get(tensor, (None, 0))
-            return 0.0 if shape is None else numel(shape) * sizer.element_bytes(elem_type)
-
-        read_names = dict.fromkeys(t for t in node.input if t)  # an input read twice is read once
-        bytes_read = 0.0 if is_view else sum(tensor_bytes(t) for t in read_names)
-        bytes_written = 0.0 if is_view else sum(tensor_bytes(t) for t in node.output if t)
-        param_bytes = sum(tensor_bytes(t) for t in read_names if t in params)
+        read, param_bytes, weight_bytes = (0.0, 0.0, 0.0) if is_view else _read_bytes(
+            node, table, params, sizer)
+        bytes_written = 0.0 if is_view else sum(
+            _tensor_bytes(table, sizer, t) for t in node.output if t)
         layers.append(LayerCost(
             name=name, op_type=node.op_type, flops=float(flops), macs=float(macs),
-            bytes_read=float(bytes_read), bytes_written=float(bytes_written),
-            param_bytes=0.0 if is_view else float(param_bytes),
+            bytes_read=float(read), bytes_written=float(bytes_written),
+            param_bytes=float(param_bytes), weight_bytes=float(weight_bytes),
             input_shapes=tuple(s or () for s in ins), output_shapes=tuple(s or () for s in outs),
             precision=_layer_precision(precision, sizer, table, list(node.input) + list(node.output)),
             known=rule is not None, is_view=is_view))
     return ModelCost(model=model_name, precision=precision, batch=batch, layers=tuple(layers),
-                     unknown_ops=tuple(dict.fromkeys(unknown)), input_shapes=inputs)
+                     unknown_ops=tuple(dict.fromkeys(unknown)), input_shapes=inputs,
+                     weight_precision=weight_precision)
+
+
+_GATHER_OPS = {"Gather", "GatherElements", "GatherND"}
+
+
+def _tensor_bytes(table, sizer: _Sizer, tensor: str, weight: bool = False,
+                  max_elements: int | None = None) -> float:
+    shape, elem_type = table.get(tensor, (None, 0))
+    if shape is None:
+        return 0.0
+    size = sizer.weight_element_bytes(elem_type, shape) if weight else None
+    elements = numel(shape) if max_elements is None else min(numel(shape), max_elements)
+    return elements * (size if size is not None else sizer.element_bytes(elem_type))
+
+
+def _read_bytes(node, table, params: set[str], sizer: _Sizer) -> tuple[float, float, float]:
+    """(bytes read, of which parameters, of which rank >= 2 weights) of one node: every
+    distinct input once; a gather's data input only as far as the elements it gathers."""
+    read = param = weight = 0.0
+    gathered = None
+    if node.op_type in _GATHER_OPS and node.output:
+        out_shape = table.get(node.output[0], (None, 0))[0]
+        gathered = None if out_shape is None else numel(out_shape)
+    for i, tensor in enumerate(dict.fromkeys(t for t in node.input if t)):
+        nbytes = _tensor_bytes(table, sizer, tensor, weight=tensor in params,
+                               max_elements=gathered if i == 0 else None)
+        read += nbytes
+        if tensor in params:
+            param += nbytes
+            shape, elem_type = table[tensor]
+            if shape is not None and sizer.weight_element_bytes(elem_type, shape) is not None:
+                weight += nbytes
+    return read, param, weight
 
 
 def _layer_precision(precision: str, sizer: _Sizer, table, tensors: list[str]) -> str:

@@ -15,3 +15,10 @@ def tree(tmp_path):
     LiveVirtualJetson(root, DEVICE, mode_id=0)  # renders the tree; the tests need no physics steps
     (root / POLICY0_MIN).write_text("729600\n")
     return root
+
+
+@pytest.fixture(autouse=True)
+def board_lock_dir(tmp_path, monkeypatch):
+    """A board at sysfs root / (the NVML and CPU platforms) locks in /run/lock; tests running
+    side by side on one machine would refuse each other there, so each test has its own."""
+    monkeypatch.setenv("EDGE_ROOFLINE_LOCK_DIR", str(tmp_path / "run_lock"))

@@ -13,7 +13,7 @@ import pytest
 
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import ConfigError
-from edge_roofline.governor.safety import GovernorBusyError
+from edge_roofline.governor.board_lock import GovernorBusyError
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.platforms.jetson.privileged_write import allowed
@@ -86,7 +86,7 @@ def moved_away(root):
     runtime = GovernorRuntime(runtime_params(root, mode="off"), SimClock(0.0), log=print)
     point = OperatingPoint("low", nvpmodel_id=0, cpu_online_cores=6, gpu_max_freq_hz=612e6, emc_max_freq_hz=2133e6)
     runtime.platform.apply(point)
-    runtime.store.unlock()  # as a kill -9 would: no restore, the lock gone with the process
+    runtime.lock.release()  # as a kill -9 would: no restore, the lock gone with the process
     return point
 
 
@@ -123,11 +123,33 @@ def test_a_second_governor_refuses_naming_the_first_and_touches_nothing(tree):
         GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0), owner="node /governor")
     message = str(err.value)
     assert "\n" not in message and "another governor already runs on this board" in message
-    assert f"pid {__import__('os').getpid()}, node /robot/governor" in message and "governor_state.json.lock" in message
+    assert f"pid {__import__('os').getpid()}, node /robot/governor" in message
+    assert str(tree / "run/lock/edge_roofline_governor.lock") in message
     assert cap_files(tree) == board and (tree / "var/lib/governor_state.json").read_text() == record
     first.close()
     second = GovernorRuntime(runtime_params(tree, mode="off"), SimClock(0.0))  # free once the first is gone
     second.close()
+
+
+def test_a_second_governor_with_its_own_state_path_is_refused_and_the_board_ends_as_found(tree, tmp_path):
+    """The issue's case: another user's governor, another crash record, in another process.
+    The lock belongs to the board, so it is refused before it reads or writes anything."""
+    found = cap_files(tree)
+    first = GovernorRuntime(runtime_params(tree, mode="active"), SimClock(0.0), owner="node /robot/governor")
+    first.platform.apply(OperatingPoint("low", nvpmodel_id=0, **LOW))  # the first one moved the board
+    moved = cap_files(tree)
+    other_record = tmp_path / "other_user/.ros/edge_roofline/governor_state.json"
+    starts_and_stops = ("import json, sys; from edge_roofline.clock import Clock; "
+                        "from edge_roofline.governor.runtime import GovernorRuntime; "
+                        "GovernorRuntime(json.loads(sys.argv[1]), Clock()).close(); print('it ran')")
+    second = subprocess.run([sys.executable, "-c", starts_and_stops,
+                             json.dumps(runtime_params(tree, mode="off", state_path=str(other_record)))],
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode != 0 and "GovernorBusyError: another governor already runs on this board" in second.stderr
+    assert "node /robot/governor" in second.stderr, second.stderr
+    assert cap_files(tree) == moved and not other_record.exists()
+    assert first.close() is True
+    assert cap_files(tree) == found and not (tree / "var/lib/governor_state.json").exists()
 
 
 def test_disable_restores_as_found_and_enable_records_again(tree):

@@ -50,7 +50,10 @@ def test_every_model_is_valid_with_unique_node_names(name):
     assert all(names) and len(set(names)) == len(names)
     assert model.opset_import[0].version == zoo.OPSET and model.ir_version == zoo.IR_VERSION
     for out in model.graph.output:  # shape inference reached the outputs
-        assert all(d.dim_value > 0 for d in out.type.tensor_type.shape.dim), out
+        dims = out.type.tensor_type.shape.dim
+        # The language model's lengths stay symbolic (one graph for prefill and decode).
+        assert dims and all(d.dim_value > 0 or (name == "tiny_decoder" and d.dim_param)
+                            for d in dims), out
 
 
 @pytest.mark.parametrize("name", SMALL)

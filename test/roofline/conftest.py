@@ -114,6 +114,79 @@ class _Encoder(nn.Module):
         return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.norm2(x))))
 
 
+class _DecoderBlock(nn.Module):
+    """Pre-norm GPT block; the new keys and values are appended to the cache (torch.cat), the
+    causal mask compares key positions (arange over the cache) with the queries' positions."""
+
+    def __init__(self, hidden, heads, ff):
+        super().__init__()
+        self.heads, self.d = heads, hidden // heads
+        self.norm1, self.norm2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
+        self.qkv, self.proj = nn.Linear(hidden, 3 * hidden), nn.Linear(hidden, hidden)
+        self.ff1, self.ff2 = nn.Linear(hidden, ff), nn.Linear(ff, hidden)
+
+    def forward(self, x, position_ids, past_k, past_v):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, s, 3, self.heads, self.d).permute(2, 0, 3, 1, 4)
+        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        future = torch.arange(k.shape[2])[None, None, None, :] > position_ids[:, None, :, None]
+        scores = ((q @ k.transpose(-2, -1)) / self.d ** 0.5).masked_fill(future, float("-inf"))
+        x = x + self.proj((torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, s, h))
+        return x + self.ff2(nn.functional.gelu(self.ff1(self.norm2(x)))), k, v
+
+
+class _Decoder(nn.Module):
+    def __init__(self, vocab=1000, hidden=128, heads=4, layers=2, ff=512, max_positions=4096):
+        super().__init__()
+        self.embed, self.pos = nn.Embedding(vocab, hidden), nn.Embedding(max_positions, hidden)
+        self.blocks = nn.ModuleList(_DecoderBlock(hidden, heads, ff) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(hidden), nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, input_ids, position_ids, *past):
+        x = self.embed(input_ids) + self.pos(position_ids)
+        presents = []
+        for i, block in enumerate(self.blocks):
+            x, k, v = block(x, position_ids, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        return (self.head(self.norm(x)), *presents)
+
+
+DECODER = {"layers": 2, "heads": 4, "hidden": 128}
+DECODER_STEPS = ((64, 0), (256, 0), (1, 128), (1, 1024))  # (new tokens, context) exported statically
+
+
+def _export_decoder(path, new, context, dynamic):
+    torch.manual_seed(0)
+    layers, heads, hidden = DECODER["layers"], DECODER["heads"], DECODER["hidden"]
+    past = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    outputs = ["logits"] + [n.replace("past_key_values", "present") for n in past]
+    axes = None
+    if dynamic:  # the names Hugging Face exports use
+        axes = {"input_ids": {0: "batch", 1: "sequence"}, "position_ids": {0: "batch", 1: "sequence"},
+                "logits": {0: "batch", 1: "sequence"}}
+        axes |= {n: {0: "batch", 2: "past_sequence"} for n in past}
+        axes |= {n: {0: "batch", 2: "total_sequence"} for n in outputs[1:]}
+    args = (torch.zeros(1, new, dtype=torch.long), torch.arange(context, context + new)[None],
+            *[torch.zeros(1, heads, context, hidden // heads) for _ in past])
+    module = _Decoder(layers=layers, heads=heads, hidden=hidden).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, str(path), dynamo=False, opset_version=17,
+                          input_names=["input_ids", "position_ids", *past], output_names=outputs,
+                          dynamic_axes=axes)
+    return path
+
+
+@pytest.fixture(scope="session")
+def torch_decoder(tmp_path_factory):
+    """A decoder-only transformer with a KV cache exported by torch: ``dynamic`` (symbolic
+    lengths, one graph) and one static graph per (new tokens, context) in DECODER_STEPS."""
+    root = tmp_path_factory.mktemp("torch_decoder")
+    static = {step: _export_decoder(root / f"decoder_{step[0]}_{step[1]}.onnx", *step, dynamic=False)
+              for step in DECODER_STEPS}
+    return {"dynamic": _export_decoder(root / "decoder.onnx", 1, 16, dynamic=True), "static": static}
+
+
 @pytest.fixture(scope="session")
 def torch_models(tmp_path_factory):
     """name -> path of the exported ONNX files (ResNet-18 and MobileNetV2 at 64x64: per-node

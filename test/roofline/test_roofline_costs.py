@@ -225,6 +225,50 @@ def test_precision_sets_float_tensor_bytes_and_keeps_integer_ones():
     assert cost.layer("relu").bytes == 2 * 2 * 4 * 10 * 32 and cost.layer("relu").precision == "fp16"
 
 
+def test_gather_reads_the_rows_it_gathers_not_its_table():
+    nodes = [helper.make_node("Gather", ["table", "idx"], ["emb"], name="lookup")]
+    model = _model(nodes, {"idx": ((1, 3), TensorProto.INT64)}, ["emb"], {"table": _w(5000, 64)})
+    lookup = analyze_model(model).layer("lookup")
+    assert lookup.param_bytes == 4 * 3 * 64  # three rows of the 5000-row table
+    assert lookup.bytes_read == 4 * 3 * 64 + 8 * 3 and lookup.bytes_written == 4 * 3 * 64
+
+
+def test_weight_precision_sizes_matrices_only():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Add", ["h", "b"], ["y"], name="bias")]
+    model = _model(nodes, {"x": ((2, 256), F)}, ["y"], {"w": _w(256, 512), "b": _w(512)})
+    by_weights = {}
+    for weights in ("fp16", "fp8", "int8", "int4"):
+        cost = analyze_model(model, precision="fp16", weight_precision=weights)
+        mm, bias = cost.layer("mm"), cost.layer("bias")
+        assert mm.bytes_read == 2 * 2 * 256 + mm.weight_bytes  # fp16 activations
+        assert bias.param_bytes == 2 * 512 and bias.weight_bytes == 0  # a bias keeps fp16
+        by_weights[weights] = cost.total_weight_bytes
+    assert by_weights == {"fp16": 2 * 256 * 512, "fp8": 256 * 512, "int8": 256 * 512,
+                          "int4": 256 * 512 / 2}
+    assert analyze_model(model, precision="fp16").total_weight_bytes == by_weights["fp16"]
+    with pytest.raises(ValueError, match="weight precision 'int3'"):
+        analyze_model(model, weight_precision="int3")
+
+
+def test_shapes_computed_from_values_are_folded():
+    # Key positions of a causal mask: Range(0, Shape(kv)[2]) over a KV cache of symbolic length,
+    # which onnx's own inference leaves without a shape.
+    nodes = [helper.make_node("Concat", ["past", "new"], ["kv"], name="append", axis=2),
+             helper.make_node("Shape", ["kv"], ["kv_shape"], name="shape", start=2, end=3),
+             helper.make_node("Squeeze", ["kv_shape"], ["total"], name="total"),
+             helper.make_node("Range", ["zero", "total", "one"], ["positions"], name="range"),
+             helper.make_node("Cast", ["positions"], ["fpos"], name="cast", to=F),
+             helper.make_node("Mul", ["fpos", "fpos"], ["y"], name="square")]
+    model = _model(nodes, {"past": ((1, 2, "past", 8), F), "new": ((1, 2, 1, 8), F)}, ["y", "kv"],
+                   {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)})
+    for past in (0, 7, 300):
+        cost = analyze_model(model, input_shapes={"past": (1, 2, past, 8)})
+        assert cost.layer("range").output_shapes == ((past + 1,),)
+        assert cost.layer("square").flops == past + 1
+        assert cost.layer("append").bytes == 2 * 4 * (2 * 8) * (past + 1)  # read and write it all
+
+
 def test_unknown_ops_are_reported_not_zeroed():
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
              helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"], name="nms"),

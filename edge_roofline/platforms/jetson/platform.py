@@ -124,6 +124,7 @@ class JetsonPlatform(Platform):
         self._preset = self._presets[self.nvpmodel.query().mode_id]
         self._point = self._live_point()
         self.found_state = self._read_cap_files()
+        self._found_point = self._point
 
     def _live_point(self) -> OperatingPoint:
         """The point in force as the files show it: the plain preset when its caps are the
@@ -184,7 +185,9 @@ class JetsonPlatform(Platform):
             raise OperatingPointError(f"not a {self.device.name} record of cap files (kind {record.get('kind')!r}, "
                                       f"mode {record.get('nvpmodel_id')!r})")
         self.found_state = record
-        return self.restore()
+        restored = self.restore()
+        self._found_point = self._point
+        return restored
 
     # -- Platform ----------------------------------------------------------------------------
     def identity(self) -> DeviceIdentity:
@@ -212,7 +215,12 @@ class JetsonPlatform(Platform):
 
     def apply(self, point: OperatingPoint) -> None:
         """The mode, then every cap file of ``point``. A refused write does not stop the others
-        (a fallback to the safe point gets as far as it can); ApplyError then names each one."""
+        (a fallback to the safe point gets as far as it can); ApplyError then names each one.
+        The point found at start is put back as found, every file: a point holds one CPU cap for
+        every cluster, and caps set by hand (one cluster's, a min clock) are more than that."""
+        if point == self._found_point:
+            self.restore()
+            return
         preset = self._validate(point)
         if preset.mode_id != self._preset.mode_id:
             self.nvpmodel.set_mode(preset, self._preset)
