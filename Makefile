@@ -71,8 +71,9 @@ test-kilted:
 	$(MAKE) ROS_DISTRO=kilted setup
 	.venv-kilted/bin/python -m pytest $(KILTED_TESTS) -q -p no:cacheprovider
 
+# make demo DEVICE=agx_thor_t5000: the demo on another virtual Jetson (edge-roofline demo --device)
 demo: setup
-	$(VENV)/bin/edge-roofline demo
+	$(VENV)/bin/edge-roofline demo $(if $(DEVICE),--device $(DEVICE))
 
 clean:
 	rm -rf build .venv .venv-*

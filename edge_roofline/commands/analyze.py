@@ -24,9 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", metavar="NAME", action="append", default=[],
                         help="also draw this preset's ceilings in the charts (repeatable)")
     parser.add_argument("--engine", choices=("gpu", "cpu", "dla"), default="gpu")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "int8", "mixed"), default="fp32",
+    parser.add_argument("--precision", choices=("fp32", "fp16", "int8", "fp8", "fp4", "mixed"), default="fp32",
                         help="tensor precision for bytes and peak (mixed: tensors' own types, "
-                             "fp16 peak)")
+                             "fp16 peak; fp8/fp4 on devices whose Tensor Cores have them: Thor)")
+    parser.add_argument("--all-precisions", action="store_true",
+                        help="also draw the roofs of every other precision the device has (fp32 ... fp4)")
     parser.add_argument("--weight-precision", choices=WEIGHT_PRECISIONS,
                         help="weight-only precision (e.g. int4 weights, --precision fp16 "
                              "activations); default: --precision")
@@ -118,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     peak_precision = "fp16" if args.precision == "mixed" else args.precision
     ceilings = [preset_ceilings(device, _preset_key(p), peak_precision, engine=args.engine)
                 for p in [point, *args.compare]]
+    if args.all_precisions:
+        ceilings += [preset_ceilings(device, _preset_key(point), p, engine=args.engine)
+                     for p in device.precisions if p != peak_precision]
     # Loaded once (weights dropped: costs need shapes) for the decoder check and the analyses.
     model, name = load_onnx(load_model_source(args.model))
     model.graph.name = name

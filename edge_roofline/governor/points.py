@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.platforms.grid import caps_grid, preset_envelope
 from edge_roofline.roofline.ceilings import Ceilings, spec_ceilings
-from edge_roofline.roofline.devices import DeviceSpec, UnknownDeviceError, get_device
+from edge_roofline.roofline.devices import DeviceSpec
 
 from .config import PointGridConfig
 
@@ -32,13 +32,10 @@ class EffectiveClocks:
 
 
 def catalogue_device(platform: Platform) -> DeviceSpec | None:
-    key = platform.identity().catalogue_key
-    if not key:
-        return None
-    try:
-        return get_device(key)
-    except UnknownDeviceError:
-        return None
+    """The device as the platform has it: on a Jetson the catalogue entry with the board's own
+    nvpmodel modes and clock tables (JetPack 7.2's Thor modes, a Super conf), so the candidates
+    are built from the caps the board really has."""
+    return platform.device_spec()
 
 
 def candidate_points(platform: Platform, config: PointGridConfig) -> list[OperatingPoint]:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edge_roofline.roofline.devices import DeviceSpec
 
 
 # The source label of every sample a virtual Jetson produces, so none can pass for a measurement.
@@ -110,6 +114,17 @@ class Platform(abc.ABC):
 
     @abc.abstractmethod
     def identity(self) -> DeviceIdentity: ...
+
+    def device_spec(self) -> "DeviceSpec | None":
+        """The device's facts as this platform has them: the catalogue entry of its identity
+        (a Jetson backend puts the board's own modes and clock tables in place); None outside
+        the catalogue."""
+        from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+        key = self.identity().catalogue_key
+        try:
+            return get_device(key) if key else None
+        except UnknownDeviceError:
+            return None
 
     @abc.abstractmethod
     def operating_points(self) -> list[OperatingPoint]:

@@ -34,6 +34,9 @@ class SimulationLabelled(Platform):
         model = ident.model if "virtual" in ident.model.lower() else f"virtual {ident.model}"
         return replace(ident, kind="virtual", model=model, simulated=True)
 
+    def device_spec(self):
+        return self.inner.device_spec()
+
     def operating_points(self) -> list[OperatingPoint]:
         return self.inner.operating_points()
 

@@ -22,15 +22,15 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from edge_roofline.roofline.devices import DeviceSpec, Preset, get_device
+from edge_roofline.roofline.devices import PRECISIONS, DeviceSpec, Preset, get_device
 
 ENGINES = ("gpu", "cpu", "dla")
 
 # Bytes per clock per SM / per core that each cache level can deliver (loads), estimates.
-_GPU_L1_BYTES_PER_SM_CLOCK = {"ampere": 128.0, "volta": 128.0, "maxwell": 64.0}
-_GPU_L2_BYTES_PER_SM_CLOCK = {"ampere": 64.0, "volta": 64.0, "maxwell": 32.0}
-_CPU_L1_BYTES_PER_CORE_CLOCK = {"Cortex-A78AE": 32.0, "Carmel": 32.0, "Cortex-A57": 16.0}
-_CPU_L2_BYTES_PER_CORE_CLOCK = {"Cortex-A78AE": 32.0, "Carmel": 16.0, "Cortex-A57": 16.0}
+_GPU_L1_BYTES_PER_SM_CLOCK = {"blackwell": 128.0, "ampere": 128.0, "volta": 128.0, "maxwell": 64.0}
+_GPU_L2_BYTES_PER_SM_CLOCK = {"blackwell": 64.0, "ampere": 64.0, "volta": 64.0, "maxwell": 32.0}
+_CPU_L1_BYTES_PER_CORE_CLOCK = {"Neoverse-V3AE": 48.0, "Cortex-A78AE": 32.0, "Carmel": 32.0, "Cortex-A57": 16.0}
+_CPU_L2_BYTES_PER_CORE_CLOCK = {"Neoverse-V3AE": 32.0, "Cortex-A78AE": 32.0, "Carmel": 16.0, "Cortex-A57": 16.0}
 
 # Fixed cost per layer that no roofline term covers: a kernel launch and its tail on the GPU
 # (TensorRT enqueues a few microseconds per layer), a runtime dispatch on the CPU, and the
@@ -51,7 +51,7 @@ class Ceilings:
     l2_bandwidth_bps: float | None
     l1_bandwidth_bps: float | None
     layer_overhead_s: float        # fixed per-layer launch/overhead term
-    source: str                    # "spec" | "measured"
+    source: str                    # "spec" | "spec, peak UNVERIFIED" | "measured"
     label: str                     # e.g. "AGX Orin 64GB MAXN gpu fp16"
     # None: the DRAM roof is a spec figure or was measured. Otherwise why no measured working set
     # reached DRAM (a huge last-level cache, too little free memory); dram_bandwidth_bps then
@@ -102,6 +102,17 @@ def _short_name(spec: DeviceSpec) -> str:
     return spec.name.removeprefix("Jetson ")
 
 
+def _unverified_peak(spec: DeviceSpec, engine: str, precision: str) -> bool:
+    """The peak rests on a catalogue fact marked UNVERIFIED (devices.py)."""
+    if engine == "cpu":
+        return spec.is_unverified("cpu_flops_per_core_per_clock")
+    if engine != "gpu":
+        return False
+    marks = [u for u in spec.unverified if u.startswith("gpu_flops_per_sm_per_clock")]
+    return spec.is_unverified("gpu_sm_count") or any(
+        "[" not in u or precision in u[u.index("[") + 1:-1].split(",") for u in marks)
+
+
 def spec_ceilings(device: DeviceSpec | str, precision: str, *, gpu_freq_hz: float | None = None,
                   emc_freq_hz: float | None = None, tpc_pg_mask: int = 0,
                   cpu_freq_hz: float | None = None, cpu_cores: int | None = None,
@@ -110,8 +121,12 @@ def spec_ceilings(device: DeviceSpec | str, precision: str, *, gpu_freq_hz: floa
     spec = _device(device)
     if engine not in ENGINES:
         raise CeilingsError(f"unknown engine {engine!r}; use one of {ENGINES}")
-    if precision not in spec.gpu_flops_per_sm_per_clock:
-        raise CeilingsError(f"unknown precision {precision!r}; use fp32, fp16 or int8")
+    if precision not in PRECISIONS:
+        raise CeilingsError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    if precision not in spec.gpu_flops_per_sm_per_clock and engine == "gpu":
+        raise CeilingsError(f"{spec.name} has no {precision} on its GPU (it has {', '.join(spec.precisions)})")
+    if precision not in spec.cpu_flops_per_core_per_clock and engine == "cpu":
+        raise CeilingsError(f"the {spec.cpu_core_name} CPU has no {precision} arithmetic")
     gpu_hz = gpu_freq_hz or spec.gpu_max_freq_hz
     emc_hz = emc_freq_hz or spec.emc_max_freq_hz
     cpu_hz = cpu_freq_hz or spec.cpu_max_freq_hz
@@ -131,14 +146,15 @@ def spec_ceilings(device: DeviceSpec | str, precision: str, *, gpu_freq_hz: floa
     else:
         if spec.dla_cores == 0:
             raise CeilingsError(f"{spec.name} has no DLA")
-        if precision == "fp32":
+        if precision not in ("int8", "fp16"):
             raise CeilingsError("the DLA runs int8 and fp16 only")
         peak = spec.dla_int8_ops_dense / (2.0 if precision == "fp16" else 1.0)
         l1_bps = l2_bps = None
         point = f"DLA x{spec.dla_cores}"
     return Ceilings(engine=engine, precision=precision, peak_flops=peak,
                     dram_bandwidth_bps=dram_bps, l2_bandwidth_bps=l2_bps, l1_bandwidth_bps=l1_bps,
-                    layer_overhead_s=DEFAULT_LAYER_OVERHEAD_S[engine], source="spec",
+                    layer_overhead_s=DEFAULT_LAYER_OVERHEAD_S[engine],
+                    source="spec, peak UNVERIFIED" if _unverified_peak(spec, engine, precision) else "spec",
                     label=label or f"{_short_name(spec)} {point} EMC {emc_hz / 1e6:.0f} MHz "
                                    f"{engine} {precision}")
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -91,7 +92,7 @@ def _scatter_layers(ax, analysis: RooflineAnalysis, y_of, label_top: int) -> Non
 
 def _draw_roofs(ax, ceilings: Sequence[Ceilings], x, levels: tuple[str, ...] = ("l2", "l1")) -> None:
     """Each operating point's compute and DRAM roofs (cache roofs dashed), ridge dotted."""
-    for c, colour in zip(ceilings, _POINT_COLOURS):
+    for c, colour in zip(ceilings, itertools.cycle(_POINT_COLOURS)):  # more roof sets than colours: reuse
         ax.plot(x, [min(c.peak_flops, i * c.dram_bandwidth_bps) for i in x], color=colour, lw=2,
                 ls="-" if c.dram_unresolved is None else "-.",  # an unmeasured DRAM roof is a bound
                 label=f"{c.label}: {c.peak_flops / 1e12:.2f} TFLOP/s, "
@@ -140,7 +141,7 @@ def time_roofline_chart(analyses: RooflineAnalysis | Sequence[RooflineAnalysis],
     x = _logspace(lo, hi)
     ms_per_gflop = 1e3 * 1e9
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    for a, colour in zip(analyses, _POINT_COLOURS):
+    for a, colour in zip(analyses, itertools.cycle(_POINT_COLOURS)):
         c = a.ceilings
         ax.plot(x, [ms_per_gflop * max(1 / c.peak_flops, 1 / (i * c.dram_bandwidth_bps)) for i in x],
                 color=colour, lw=2, label=f"{c.label}: model {a.attainable_time_s * 1e3:.2f} ms")

@@ -31,7 +31,7 @@ from pathlib import Path
 from edge_roofline.roofline.op_rules import RULES, SAME_SHAPE_OPS, VIEW_OPS, Node, Shape, attribute, numel
 from edge_roofline.roofline.shapes import MAX_VALUE_ELEMENTS, infer_shapes
 
-PRECISIONS = ("fp32", "fp16", "int8", "mixed")
+PRECISIONS = ("fp32", "fp16", "int8", "fp8", "fp4", "mixed")
 # Bytes per stored weight; int4 packs two weights per byte.
 WEIGHT_PRECISION_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 WEIGHT_PRECISIONS = tuple(WEIGHT_PRECISION_BYTES)
@@ -60,7 +60,7 @@ class LayerCost:
     param_bytes: float
     input_shapes: tuple[tuple[int, ...], ...]
     output_shapes: tuple[tuple[int, ...], ...]
-    precision: str       # "fp32" | "fp16" | "int8" | "mixed"
+    precision: str       # "fp32" | "fp16" | "int8" | "fp8" | "fp4" | "mixed"
     known: bool = True   # False: op not modelled (listed in ModelCost.unknown_ops)
     is_view: bool = False  # aliases its input (Reshape...): no data moved, no kernel launched
     weight_bytes: float = 0.0  # the part of param_bytes in rank >= 2 weights (weight precision)
@@ -115,10 +115,11 @@ class ModelCost:
 # ---- loading and shapes ------------------------------------------------------------------
 
 _FLOAT_TYPES = {"FLOAT", "FLOAT16", "BFLOAT16", "DOUBLE", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
-                "FLOAT8E5M2", "FLOAT8E5M2FNUZ"}
-_PRECISION_BYTES = {"fp32": 4, "fp16": 2, "int8": 1}
+                "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "FLOAT4E2M1"}
+_PRECISION_BYTES = {"fp32": 4, "fp16": 2, "int8": 1, "fp8": 1, "fp4": 0.5}
 _DTYPE_PRECISION = {"FLOAT": "fp32", "FLOAT16": "fp16", "BFLOAT16": "bf16", "DOUBLE": "fp64",
-                    "INT8": "int8", "UINT8": "int8"}
+                    "INT8": "int8", "UINT8": "int8", "FLOAT8E4M3FN": "fp8", "FLOAT8E5M2": "fp8",
+                    "FLOAT4E2M1": "fp4"}
 
 
 def load_onnx(model):

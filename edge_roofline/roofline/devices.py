@@ -1,14 +1,23 @@
 """Catalogue of Jetson devices: spec-sheet peaks, frequency tables, nvpmodel presets and
 power-rail layout, and how the peaks scale with an operating point.
 
-Sources: NVIDIA module data sheets and the facts collected in ``shared/docs/jetson-facts.md``
-and ``calibration.md``. Per-SM throughputs are per clock and *dense* (no structured sparsity):
+Sources: NVIDIA module data sheets and the facts collected in ``docs/jetson-facts.md`` (with
+their sources). Per-SM throughputs are per clock and *dense* (no structured sparsity):
 
 - FP32 on CUDA cores: 2 FLOPs (one FMA) per core per clock.
 - Ampere (Orin) Tensor Cores: 2048 FP16 FLOPs and 4096 INT8 ops per SM per clock, which gives
   the data-sheet 85 dense / 170 sparse INT8 TOPS of AGX Orin 64GB at 1.3005 GHz x 16 SMs.
 - Volta (Xavier): 1024 FP16 / 2048 INT8 per SM per clock (11 FP16 TFLOP/s on AGX Xavier).
 - Maxwell (Nano): no Tensor Cores; FP16 at twice the FP32 rate, INT8 at the FP32 rate.
+- Blackwell (Thor): NVIDIA publishes 2070 FP4 TFLOPS (sparse) and 1035 FP8 TFLOPS for T5000 (20
+  SMs at 1.575 GHz); dense is half of sparse. The FP8 figure is read as sparse too (FP4 is twice
+  FP8 on Blackwell Tensor Cores; a secondary source quotes 517 dense). FP16 = FP8 / 2 and
+  INT8 = FP8 are the architecture's ratios and FP32 = 2560 cores x 2 x clock is arithmetic, not
+  published Thor figures: all UNVERIFIED (``DeviceSpec.unverified`` lists them).
+
+A fact the catalogue holds but no source confirmed is named in ``DeviceSpec.unverified``; the
+Jetson backend prefers what the board shows at run time (nvpmodel.conf, devfreq and cpufreq
+tables) over such a fact, and says which it used.
 
 DRAM bandwidth = EMC frequency x bytes per EMC clock (bus width / 8 x 2 for DDR), so AGX Orin's
 256-bit LPDDR5 at 3199 MHz gives 204.8 GB/s.
@@ -18,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PRECISIONS = ("fp32", "fp16", "int8")
+PRECISIONS = ("fp32", "fp16", "int8", "fp8", "fp4")
 NO_CAP = -1  # nvpmodel's "-1": no cap, i.e. the table maximum
 
 
@@ -86,6 +95,16 @@ class DeviceSpec:
     ram_mb: int = 0
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    gpu_gpc_count: int = 0  # GPCs tegrastats prints a clock for; 0: one per 4 TPCs (Orin)
+    # Thor's layout (JetPack 7): the GPU is a PCI device with devfreq domains gpu-gpc-0 (and
+    # gpu-nvd-0), the EMC is the devfreq "bwmgr", and an INA238 measures the total input.
+    gpu_pci_device: str | None = None  # e.g. 0000:01:00.0 (railgate: its power/control)
+    emc_devfreq_name: str | None = None  # None: the EMC clock is in BPMP debugfs
+    input_power_monitor: PowerRailSpec | None = None  # INA238: power1_input (uW), in1 (mV), curr1 (mA)
+    l4t_release: str = "R36 (release), REVISION: 4.3"  # first line of /etc/nv_tegra_release
+    # Catalogue facts no source confirmed (see the module docstring): field names, with a
+    # bracketed detail where only part of a field is unverified ("presets[1]").
+    unverified: tuple[str, ...] = ()
 
     # ---- derived facts -------------------------------------------------------------
     @property
@@ -100,6 +119,25 @@ class DeviceSpec:
     def cpu_max_freq_hz(self) -> float:
         return max(self.cpu_freqs_hz)
 
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """The GPU's precisions, in PRECISIONS order (fp8/fp4 only where its Tensor Cores have them)."""
+        return tuple(p for p in PRECISIONS if p in self.gpu_flops_per_sm_per_clock)
+
+    @property
+    def gpcs(self) -> int:
+        return self.gpu_gpc_count or max(1, self.gpu_tpc_count // 4)
+
+    @property
+    def power_monitors(self) -> tuple[PowerRailSpec, ...]:
+        """Every power channel in tegrastats' order: the INA3221 rails, then the input monitor."""
+        return self.rails + ((self.input_power_monitor,) if self.input_power_monitor else ())
+
+    def is_unverified(self, fact: str) -> bool:
+        """True where the catalogue's ``fact`` (a field name, e.g. ``presets``) or a part of it
+        (``presets[1]``) is marked UNVERIFIED."""
+        return any(u == fact or u.startswith(fact + "[") for u in self.unverified)
+
     def preset(self, mode: int | str) -> Preset:
         for p in self.presets:
             if p.mode_id == mode or p.name == mode:
@@ -113,7 +151,8 @@ class DeviceSpec:
     def gpu_peak_flops(self, precision: str, gpu_freq_hz: float, tpc_pg_mask: int = 0) -> float:
         """Dense peak FLOP/s (ops/s for int8) of the GPU at a clock and TPC gating mask."""
         if precision not in self.gpu_flops_per_sm_per_clock:
-            raise ValueError(f"unknown precision {precision!r}; use one of {PRECISIONS}")
+            raise ValueError(f"{self.name} has no {precision!r} GPU precision; it has "
+                             f"{', '.join(self.precisions)}")
         sms = self.gpu_sm_count * self.active_tpcs(tpc_pg_mask) / self.gpu_tpc_count
         return self.gpu_flops_per_sm_per_clock[precision] * sms * gpu_freq_hz
 
@@ -122,6 +161,9 @@ class DeviceSpec:
         return self.dram_bytes_per_emc_clock * emc_freq_hz
 
     def cpu_peak_flops(self, precision: str, cpu_freq_hz: float, online_cores: int) -> float:
+        if precision not in self.cpu_flops_per_core_per_clock:
+            raise ValueError(f"the {self.cpu_core_name} CPU of {self.name} has no {precision!r} arithmetic; "
+                             f"it has {', '.join(self.cpu_flops_per_core_per_clock)}")
         return self.cpu_flops_per_core_per_clock[precision] * cpu_freq_hz * online_cores
 
     def snap_gpu_freq(self, freq_hz: float) -> float:
@@ -169,6 +211,13 @@ _MAXWELL = {"fp32": 256.0, "fp16": 512.0, "int8": 256.0}
 _A78 = {"fp32": 16.0, "fp16": 32.0, "int8": 64.0}
 _CARMEL = {"fp32": 16.0, "fp16": 32.0, "int8": 32.0}
 _A57 = {"fp32": 8.0, "fp16": 8.0, "int8": 16.0}
+# Thor T5000's published aggregates per SM clock (20 SMs x 1.575 GHz); see the module docstring.
+_THOR_SM_CLOCKS_PER_S = 20 * 1.575e9
+_BLACKWELL = {"fp32": 256.0, "fp16": 1035e12 / 4 / _THOR_SM_CLOCKS_PER_S,
+              "int8": 1035e12 / 2 / _THOR_SM_CLOCKS_PER_S, "fp8": 1035e12 / 2 / _THOR_SM_CLOCKS_PER_S,
+              "fp4": 2070e12 / 2 / _THOR_SM_CLOCKS_PER_S}
+# Neoverse-V3AE: four 128-bit SIMD pipes (twice A78's two), UNVERIFIED for the AE part.
+_V3AE = {"fp32": 32.0, "fp16": 64.0, "int8": 128.0}
 
 _ORIN_GPU_MHZ = (306, 408, 510, 612, 714, 816, 918, 1020, 1122, 1224, 1300.5)
 _ORIN_EMC_MHZ = (204, 665.6, 2133, 3199)
@@ -184,6 +233,18 @@ _AGX_ORIN_RAILS = (
 )
 # VIN_SYS_5V0 already contains VDDQ_VDD2_1V8AO (DRAM): the module total is the other three.
 _AGX_ORIN_TOTAL = ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0")
+_THOR_RAILS = (
+    PowerRailSpec("2-0040", 1, "VDD_GPU"),
+    PowerRailSpec("2-0040", 2, "VDD_CPU_SOC_MSS"),
+    PowerRailSpec("2-0040", 3, "VIN_SYS_5V0"),
+)
+# The carrier's INA238 measures the whole input (module and carrier): tegrastats and jtop call it VIN.
+_THOR_INPUT = PowerRailSpec("2-0044", 1, "VIN")
+# Thor tables: no public list; read from the board's devfreq/cpufreq files at run time.
+_THOR_GPU_MHZ = (314, 419, 524, 629, 734, 838, 943, 1048, 1153, 1258, 1363, 1468, 1575)
+_THOR_EMC_MHZ = (2133, 2750, 3200, 4266)
+_THOR_UNVERIFIED = ("gpu_flops_per_sm_per_clock[fp32,fp16,int8,fp8]", "gpu_freqs_hz", "emc_freqs_hz",
+                    "cpu_freqs_hz", "cpu_clusters", "cpu_flops_per_core_per_clock", "presets[1]")
 _ORIN_NX_RAILS = (
     PowerRailSpec("1-0040", 1, "VDD_IN"),
     PowerRailSpec("1-0040", 2, "VDD_CPU_GPU_CV"),
@@ -285,7 +346,62 @@ _add(DeviceSpec(
         _preset(2, "MAXN_SUPER", 6, 0, NO_CAP, NO_CAP, NO_CAP),
     ),
     default_mode_id=1, rails=_ORIN_NX_RAILS, total_power_rails=("VDD_IN",),
-    nvpmodel_conf_name="nvpmodel_p3767_0003.conf", ram_mb=7620,
+    nvpmodel_conf_name="nvpmodel_p3767_0003_super.conf", ram_mb=7620,
+))
+_add(DeviceSpec(
+    key="orin_nx_16gb_super", name="Jetson Orin NX 16GB (Super)", gpu_arch="ampere",
+    gpu_sm_count=8, gpu_tpc_count=4, gpu_flops_per_sm_per_clock=_AMPERE,
+    gpu_freqs_hz=_mhz(*_ORIN_GPU_MHZ[:7], 1020, 1122, 1173), gpu_l2_bytes=2 * 2**20,
+    emc_freqs_hz=_mhz(*_ORIN_EMC_MHZ), dram_bytes_per_emc_clock=32.0,
+    cpu_cores=8, cpu_clusters=_clusters(8, 4), cpu_core_name="Cortex-A78AE",
+    cpu_flops_per_core_per_clock=_A78, cpu_freqs_hz=_khz_table(115200, 76800, 1958400, 1984000),
+    dla_cores=2, dla_int8_ops_dense=20e12,
+    presets=(  # JetPack 6.2 nvpmodel_p3767_0000_super.conf
+        _preset(0, "MAXN_SUPER", 8, 0, NO_CAP, NO_CAP, NO_CAP),
+        _preset(1, "10W", 4, 0, 1190400, 612000000, 2133000000),
+        _preset(2, "15W", 4, 0, 1651200, 612000000, NO_CAP),
+        _preset(3, "25W", 8, 0, 1497600, 408000000, NO_CAP),
+        _preset(4, "40W", 8, 0, NO_CAP, 1173000000, NO_CAP),
+    ),
+    default_mode_id=4, rails=_ORIN_NX_RAILS, total_power_rails=("VDD_IN",),
+    nvpmodel_conf_name="nvpmodel_p3767_0000_super.conf", ram_mb=15656,
+    unverified=("gpu_freqs_hz[1020,1122]", "presets[CPU caps]"),
+))
+_add(DeviceSpec(
+    key="orin_nx_8gb_super", name="Jetson Orin NX 8GB (Super)", gpu_arch="ampere",
+    gpu_sm_count=8, gpu_tpc_count=4, gpu_flops_per_sm_per_clock=_AMPERE,
+    gpu_freqs_hz=_mhz(*_ORIN_GPU_MHZ[:5], 765, 816, 918, 1020, 1122, 1173), gpu_l2_bytes=2 * 2**20,
+    emc_freqs_hz=_mhz(*_ORIN_EMC_MHZ), dram_bytes_per_emc_clock=32.0,
+    cpu_cores=6, cpu_clusters=_clusters(6, 4), cpu_core_name="Cortex-A78AE",
+    cpu_flops_per_core_per_clock=_A78, cpu_freqs_hz=_khz_table(115200, 76800, 1958400, 1984000),
+    dla_cores=1, dla_int8_ops_dense=10e12,
+    presets=(  # JetPack 6.2 nvpmodel_p3767_0001_super.conf
+        _preset(0, "MAXN_SUPER", 6, 0, NO_CAP, NO_CAP, NO_CAP),
+        _preset(1, "10W", 4, 0, 1190400, 612000000, 2133000000),
+        _preset(2, "15W", 4, 0, 1651200, 612000000, NO_CAP),
+        _preset(3, "20W", 6, 0, 1497600, 408000000, NO_CAP),
+        _preset(4, "40W", 6, 0, 1984000, 1173000000, NO_CAP),
+    ),
+    default_mode_id=4, rails=_ORIN_NX_RAILS, total_power_rails=("VDD_IN",),
+    nvpmodel_conf_name="nvpmodel_p3767_0001_super.conf", ram_mb=7620,
+    unverified=("gpu_freqs_hz[816-1122]", "presets[CPU caps of 10W-20W]"),
+))
+_add(DeviceSpec(
+    key="orin_nano_4gb_super", name="Jetson Orin Nano 4GB (Super)", gpu_arch="ampere",
+    gpu_sm_count=4, gpu_tpc_count=2, gpu_flops_per_sm_per_clock=_AMPERE,
+    gpu_freqs_hz=_mhz(306, 408, 510, 612, 714, 816, 918, 1020), gpu_l2_bytes=2**20,
+    emc_freqs_hz=_mhz(*_ORIN_EMC_MHZ), dram_bytes_per_emc_clock=16.0,
+    cpu_cores=6, cpu_clusters=_clusters(6, 4), cpu_core_name="Cortex-A78AE",
+    cpu_flops_per_core_per_clock=_A78, cpu_freqs_hz=_khz_table(115200, 76800, 1651200, 1728000),
+    dla_cores=0, dla_int8_ops_dense=0.0,
+    presets=(  # JetPack 6.2 nvpmodel_p3767_0004_super.conf
+        _preset(0, "10W", 6, 0, NO_CAP, 612000000, NO_CAP),
+        _preset(1, "25W", 6, 0, 1728000, 1020000000, NO_CAP),
+        _preset(2, "MAXN_SUPER", 6, 0, NO_CAP, NO_CAP, NO_CAP),
+    ),
+    default_mode_id=1, rails=_ORIN_NX_RAILS, total_power_rails=("VDD_IN",),
+    nvpmodel_conf_name="nvpmodel_p3767_0004_super.conf", ram_mb=3570,
+    unverified=("emc_freqs_hz[3199]", "presets[10W CPU]"),
 ))
 _add(DeviceSpec(
     key="orin_nano_4gb", name="Jetson Orin Nano 4GB", gpu_arch="ampere",
@@ -366,6 +482,46 @@ _add(DeviceSpec(
     total_power_rails=("POM_5V_IN",),
     nvpmodel_conf_name="nvpmodel_t210_jetson-nano.conf", gpu_devfreq_name="57000000.gpu",
     gpu_of_node_name="gpu", ram_mb=3964,
+))
+
+
+_add(DeviceSpec(
+    key="agx_thor_t5000", name="Jetson AGX Thor T5000", gpu_arch="blackwell",
+    gpu_sm_count=20, gpu_tpc_count=10, gpu_flops_per_sm_per_clock=_BLACKWELL,
+    gpu_freqs_hz=_mhz(*_THOR_GPU_MHZ), gpu_l2_bytes=32 * 2**20,
+    emc_freqs_hz=_mhz(*_THOR_EMC_MHZ), dram_bytes_per_emc_clock=64.0,  # 256-bit LPDDR5X: 273 GB/s
+    cpu_cores=14, cpu_clusters=_clusters(14, 2), cpu_core_name="Neoverse-V3AE",
+    cpu_flops_per_core_per_clock=_V3AE, cpu_freqs_hz=_khz_table(972000, 108600, 2601600, 2601600),
+    dla_cores=0, dla_int8_ops_dense=0.0,
+    presets=(  # JetPack 7.0/7.1 dev kit; 7.2 adds ids 2-3, read from the board's conf
+        _preset(0, "MAXN", 14, 0, NO_CAP, NO_CAP, NO_CAP),
+        _preset(1, "120W", 14, 0, NO_CAP, 1363000000, NO_CAP),  # caps UNVERIFIED
+    ),
+    default_mode_id=0, rails=_THOR_RAILS, total_power_rails=("VIN",),
+    nvpmodel_conf_name="nvpmodel_p3834_0008.conf", gpu_devfreq_name="gpu-gpc-0", gpu_of_node_name="",
+    ram_mb=125772, gpu_gpc_count=3, gpu_pci_device="0000:01:00.0", emc_devfreq_name="bwmgr",
+    input_power_monitor=_THOR_INPUT, l4t_release="R38 (release), REVISION: 4.0",
+    unverified=_THOR_UNVERIFIED,
+))
+_add(DeviceSpec(
+    key="agx_thor_t4000", name="Jetson AGX Thor T4000", gpu_arch="blackwell",
+    # 12 SMs at T5000's clock give 1242 FP4 TFLOPS sparse against the 1200 quoted (secondary sources).
+    gpu_sm_count=12, gpu_tpc_count=6, gpu_flops_per_sm_per_clock=_BLACKWELL,
+    gpu_freqs_hz=_mhz(*_THOR_GPU_MHZ), gpu_l2_bytes=32 * 2**20,
+    emc_freqs_hz=_mhz(*_THOR_EMC_MHZ), dram_bytes_per_emc_clock=64.0,
+    cpu_cores=12, cpu_clusters=_clusters(12, 2), cpu_core_name="Neoverse-V3AE",
+    cpu_flops_per_core_per_clock=_V3AE, cpu_freqs_hz=_khz_table(972000, 108600, 2601600, 2601600),
+    dla_cores=0, dla_int8_ops_dense=0.0,
+    presets=(
+        _preset(0, "MAXN", 12, 0, NO_CAP, NO_CAP, NO_CAP),
+        _preset(1, "40W", 12, 0, 1728000, 943000000, 3200000000),
+    ),
+    default_mode_id=0, rails=_THOR_RAILS, total_power_rails=("VIN",),
+    nvpmodel_conf_name="nvpmodel_p3834_0000.conf", gpu_devfreq_name="gpu-gpc-0", gpu_of_node_name="",
+    ram_mb=62886, gpu_gpc_count=2, gpu_pci_device="0000:01:00.0", emc_devfreq_name="bwmgr",
+    input_power_monitor=_THOR_INPUT, l4t_release="R38 (release), REVISION: 4.0",
+    unverified=_THOR_UNVERIFIED + ("gpu_sm_count", "gpu_tpc_count", "gpu_gpc_count", "gpu_l2_bytes",
+                                   "dram_bytes_per_emc_clock", "presets", "nvpmodel_conf_name", "rails"),
 ))
 
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
                                           RebootRequiredError)
-from edge_roofline.roofline.devices import UnknownDeviceError, get_device
 
 
 @dataclass(frozen=True)
@@ -18,11 +17,10 @@ class ModeInfo:
 
 
 def list_modes(platform: Platform) -> list[ModeInfo]:
-    key = platform.identity().catalogue_key
-    try:
-        presets = get_device(key).presets if key else ()
-    except UnknownDeviceError:
-        presets = ()
+    """The modes the board has (its nvpmodel.conf where the platform read one, e.g. JetPack 7.2's
+    Thor modes), each marked reachable without a reboot or not."""
+    device = platform.device_spec()
+    presets = device.presets if device else ()
     reachable = {p.nvpmodel_id for p in platform.operating_points() if not p.has_caps}
     return [ModeInfo(p.mode_id, p.name, p.mode_id in reachable) for p in presets]
 

@@ -1,5 +1,5 @@
-"""The public figures the virtual Jetson's physics is calibrated against
-(``shared/docs/calibration.md``), each reproduced by running the virtual board under the
+"""The public figures the virtual Jetson's physics is calibrated against (docs/jetson-facts.md
+lists them with their sources), each reproduced by running the virtual board under the
 figure's conditions, with the relative error. ``edge-roofline virtual-jetson --calibration``
 prints the table; docs/virtual_jetson.md quotes it; a test keeps every error inside its tolerance.
 """
@@ -115,6 +115,34 @@ ANCHORS: tuple[Anchor, ...] = (
     Anchor("orin_nx_16gb", "module power, loaded", "25W mode (GPU 408 MHz), FP16 GEMM-like load", 16.9, "W",
            "carrier-board docs (8 CPU threads + FP16 tensor GEMM)",
            lambda: _rail_w("orin_nx_16gb", 3, "VDD_IN", Activity(1.0, 0.9, True, 30e9, 8.0), {})),
+)
+
+
+# Thor: an idle JetPack 7.1 (R38.4) tegrastats line (jetson-facts.md): 14 cores at 972 MHz, EMC
+# 2750 MHz, the GPU idle at 314 MHz (not rail-gated: VDD_GPU reads 2 W); and T5000's 130 W module
+# power in MAXN, a design maximum (the data sheet's Total Module Power), compared with the
+# module rails under everything saturated.
+_THOR_IDLE_CAPS = dict(cpu_max_freq_hz=972e6, gpu_max_freq_hz=314e6, emc_max_freq_hz=2750e6)
+_THOR_IDLE = Activity(gpu_util=0.0, gpu_compute_fraction=0.5, gpu_clocked=True, dram_bps=0.5e9, cpu_busy_cores=0.1)
+_THOR_SATURATED = Activity(gpu_util=1.0, gpu_compute_fraction=0.9, gpu_clocked=True, dram_bps=200e9,
+                           cpu_busy_cores=14.0)
+_THOR_MODULE_RAILS = ("VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0")
+
+
+def _thor_rail(rail: str) -> Anchor:
+    published = {"VDD_GPU": 1.962, "VDD_CPU_SOC_MSS": 5.887, "VIN_SYS_5V0": 5.635, "VIN": 19.78}[rail]
+    return Anchor("agx_thor_t5000", f"{rail}, idle", "14 cores 972 MHz, GPU 314 MHz idle, EMC 2750 MHz",
+                  published, "W", "tegrastats idle line, JetPack 7.1 (jetson-facts.md)",
+                  lambda: _rail_w("agx_thor_t5000", 0, rail, _THOR_IDLE, _THOR_IDLE_CAPS))
+
+
+def _thor_module_w() -> float:
+    return sum(_rail_w("agx_thor_t5000", 0, rail, _THOR_SATURATED, {}) for rail in _THOR_MODULE_RAILS)
+
+
+ANCHORS += tuple(_thor_rail(rail) for rail in ("VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0", "VIN")) + (
+    Anchor("agx_thor_t5000", "module power, everything saturated", "MAXN: GPU busy, 14 cores busy, 200 GB/s",
+           130.0, "W", "T5000 data sheet: 130 W Total Module Power in MAXN (a design maximum)", _thor_module_w),
 )
 
 

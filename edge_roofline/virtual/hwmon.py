@@ -1,4 +1,5 @@
-"""The virtual INA3221s' hwmon files: the chip attributes and the rail values. SIMULATION.
+"""The virtual INA3221s' (and Thor's INA238's) hwmon files: the chip attributes and the rail
+values. SIMULATION.
 
 ``update_interval`` (ms, rounded as the Linux driver rounds) and ``samples`` (averages per
 conversion) come from the physics' conversion window (``PhysicsParams.ina_window_s``, built
@@ -7,7 +8,7 @@ from 1.1 ms per channel conversion x 3 channels x samples).
 Rail values (``inK_input`` mV, ``currK_input`` mA) are written in place at a fixed width:
 ``VALUE_BYTES`` bytes, the number padded with trailing spaces and a newline (``int()``,
 ``strtol`` and jetson-stats' ``split(" ")[0]`` read it as the kernel's unpadded text), with one
-``pwrite`` at offset 0. A
+``pwrite`` at offset 0 (the INA238's ``power1_input``, in uW, is ``POWER_VALUE_BYTES`` wide). A
 reader that keeps the file open and ``pread``s offset 0 (``platforms.jetson.power.RailReader``,
 as on a board's sysfs) sees every new value, which a rename-over never shows it. Why it never
 sees a torn value:
@@ -29,6 +30,7 @@ import os
 from pathlib import Path
 
 VALUE_BYTES = 8
+POWER_VALUE_BYTES = 16  # the INA238's power1_input is in uW: 130 W is nine digits
 _CHANNEL_CONVERSION_S = 1.1e-3
 _CHANNELS = 3
 
@@ -39,14 +41,14 @@ def chip_attributes(ina_window_s: float) -> dict[str, str]:
             "samples": f"{max(1, round(ina_window_s / (_CHANNELS * _CHANNEL_CONVERSION_S)))}\n"}
 
 
-def value_bytes(value: int) -> bytes:
-    text = f"{value:<{VALUE_BYTES - 1}d}\n"
-    if len(text) != VALUE_BYTES:
-        raise ValueError(f"{value} does not fit a {VALUE_BYTES}-byte hwmon value file")
+def value_bytes(value: int, width: int = VALUE_BYTES) -> bytes:
+    text = f"{value:<{width - 1}d}\n"
+    if len(text) != width:
+        raise ValueError(f"{value} does not fit a {width}-byte hwmon value file")
     return text.encode("ascii")
 
 
-def write_value(path: Path, value: int, create: bool = False) -> bool:
+def write_value(path: Path, value: int, create: bool = False, width: int = VALUE_BYTES) -> bool:
     """Write in place; False if the file is gone and ``create`` is off (a removed rail file
     stays removed, as the files of an unbound driver do)."""
     flags = os.O_WRONLY | (os.O_CREAT if create else 0)
@@ -55,17 +57,20 @@ def write_value(path: Path, value: int, create: bool = False) -> bool:
     except FileNotFoundError:
         return False
     try:
-        os.pwrite(fd, value_bytes(value), 0)
+        os.pwrite(fd, value_bytes(value, width), 0)
     finally:
         os.close(fd)
     return True
 
 
-def write_rails(root: Path, files: list[tuple[str, str, str]], rails: dict[str, tuple[float, float]],
+def write_rails(root: Path, files: list[tuple[str, str, str, str | None]], rails: dict[str, tuple[float, float]],
                 create: bool = False) -> None:
-    """``files``: (label, voltage file, current file) relative to ``root``; ``rails``: label ->
-    (volts, amps); a channel without a reading (NC) shows 0."""
-    for label, voltage_rel, current_rel in files:
+    """``files``: (label, voltage file, current file, power file or None) relative to ``root``;
+    ``rails``: label -> (volts, amps); a channel without a reading (NC) shows 0. A power file
+    (the INA238's ``power1_input``) gets volts x amps in uW."""
+    for label, voltage_rel, current_rel, power_rel in files:
         volts, amps = rails.get(label, (0.0, 0.0))
         write_value(root / voltage_rel, int(round(volts * 1000)), create)
         write_value(root / current_rel, int(round(amps * 1000)), create)
+        if power_rel is not None:
+            write_value(root / power_rel, int(round(volts * amps * 1e6)), create, POWER_VALUE_BYTES)

@@ -4,9 +4,10 @@ Same command line and output formats as the real tool: ``-q``, ``-q --verbose``,
 ``-p --verbose``, ``-m N``, ``-f FILE`` (alone: re-apply the saved mode from that file). It reads
 the tree's ``/etc/nvpmodel.conf`` (board paths resolved under ``--root``) and applies a mode by
 writing its values to those files, with the kernel's clamping (a clock value is snapped into
-its FREQ_TABLE; -1/INT_MAX mean the table maximum). A TPC_PG_MASK change prints nvpmodel's
-reboot prompt; EOF or any answer but YES/yes -> ``NVPM ERROR`` and exit 1. It never reboots:
-YES applies the mode at once, as the board would after the reboot.
+its FREQ_TABLE; -1/INT_MAX mean the table maximum). A change of a GPU power-gating mask (any
+``*_PG_MASK``: Orin's TPC_PG_MASK, the virtual Thor's GPC_PG_MASK) prints nvpmodel's reboot
+prompt; EOF or any answer but YES/yes -> ``NVPM ERROR`` and exit 1. It never reboots: YES
+applies the mode at once, as the board would after the reboot.
 
 Test hooks, as an environment variable or a file ``<root>/run/nvpmodel_emu/<name>``:
 ``hang_s`` (``EDGE_ROOFLINE_NVPM_EMU_HANG_S``): sleep that long before doing anything;
@@ -125,9 +126,7 @@ class Emulator:
         if failure is not None:
             raise NvpmError(failure or "emulated failure")
         model = self.model(mode_id)
-        mask = model.settings.get(("TPC_POWER_GATING", "TPC_PG_MASK"))
-        mask_path = self.conf.params.get("TPC_POWER_GATING", {}).get("TPC_PG_MASK")
-        if mask is not None and mask_path and self._read_int(mask_path) != mask:
+        if self._gating_changes(model):
             self.say(f"NVPM WARN: Reboot required for changing to this power mode: {mode_id}")
             self.say("NVPM WARN: DO YOU WANT TO REBOOT NOW? enter YES/yes to confirm:")
             answer = stdin.readline()
@@ -138,6 +137,15 @@ class Emulator:
         write_nvpmodel_status(self.root, mode_id)
 
     # ---- applying a mode ----------------------------------------------------------------------
+    def _gating_changes(self, model: ConfModel) -> bool:
+        """The mode sets a GPU power-gating mask (Orin's TPC_PG_MASK, Thor's own) other than the
+        one in force: that takes a reboot."""
+        for (param, arg), value in model.settings.items():
+            path = self.conf.params.get(param, {}).get(arg)
+            if arg.endswith("PG_MASK") and path and self._read_int(path) != value:
+                return True
+        return False
+
     def _read_int(self, board_path: str) -> int | None:
         try:
             return int(self.board(board_path).read_text().split()[0])

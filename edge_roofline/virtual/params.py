@@ -1,6 +1,6 @@
 """The virtual Jetson's calibrated coefficients: ``PhysicsParams`` (one set per catalogued
 device, ``CALIBRATION``, fitted in calibrate.py to the public figures of
-shared/docs/calibration.md), the DVFS voltage curves, and the ways a scenario varies them
+docs/jetson-facts.md), the DVFS voltage curves, and the ways a scenario varies them
 (``perturbed``: a device unlike the catalogue; ``scaled``: a law of another structure).
 The mechanisms that use them are in physics.py. SIMULATION.
 """
@@ -63,6 +63,10 @@ class PhysicsParams:
     dram_j_per_byte: float = 35e-12
     sys5v_fixed_w: float = 3.1  # VIN_SYS_5V0 beyond DRAM: IO, regulators, module logic
     regulator_loss: float = 0.08  # conversion loss on VIN_SYS_5V0, fraction of DRAM power
+    # Thor's INA238 measures the carrier input: the module rails, their conversion loss (a
+    # fraction of them) and the carrier's own draw. 0 on boards without an input monitor.
+    input_loss: float = 0.0
+    carrier_fixed_w: float = 0.0
     leak_doubling_c: float = 30.0
     # --- voltages ---
     gpu_v_min: float = 0.59
@@ -152,6 +156,21 @@ CALIBRATION: dict[str, PhysicsParams] = {
                                    sys5v_fixed_w=1.0, dram_background_w=0.08,
                                    dram_background_w_per_ghz=0.15, cpu_dyn_w=0.5),
 }
+
+
+# JetPack 6.2's Super modes raise the caps, not the silicon: a Super variant has its module's physics.
+CALIBRATION.update({f"{key}_super": CALIBRATION[key] for key in ("orin_nx_16gb", "orin_nx_8gb", "orin_nano_4gb")})
+# Thor: fitted to its public figures (calibrate.py, docs/jetson-facts.md): the rails of an idle
+# R38.4 tegrastats line and the 130 W module power of MAXN. T4000: T5000's per-SM and per-core
+# coefficients on its smaller GPU and CPU (UNVERIFIED: no public T4000 measurement).
+_THOR = PhysicsParams(
+    gpu_dyn_w=46.0, gpu_leak_w=1.25, gpu_v_min=0.6, gpu_v_max=1.0, soc_fixed_w=2.36, emc_ctrl_w_per_ghz=0.3,
+    cpu_dyn_w=1.0, cpu_idle_activity=0.05, cpu_leak_w_per_core=0.08, cpu_v_max=1.0, cv_fixed_w=0.3,
+    dram_background_w=0.5, dram_background_w_per_ghz=0.9, dram_j_per_byte=30e-12, sys5v_fixed_w=2.52,
+    input_loss=0.1, carrier_fixed_w=5.0, thermal_resistance_c_per_w=0.45, host_cycles_per_inference=3.0e5)
+CALIBRATION["agx_thor_t5000"] = _THOR
+CALIBRATION["agx_thor_t4000"] = replace(_THOR, gpu_dyn_w=_THOR.gpu_dyn_w * 12 / 20,
+                                        gpu_leak_w=_THOR.gpu_leak_w * 12 / 20)
 
 
 def device_params(device: DeviceSpec) -> PhysicsParams:

@@ -3,7 +3,7 @@ draws, how hot the die gets, and what the INA3221 monitors report. SIMULATION.
 
 Everything here is a physical mechanism with a handful of calibrated coefficients
 (``PhysicsParams``, one set per catalogued device, fitted to the public figures in
-``shared/docs/calibration.md``; see ``calibrate.py`` for the residuals). No result is coded in:
+``docs/jetson-facts.md``, last section; see ``calibrate.py`` for the residuals). No result is coded in:
 "MAXN is not the most energy-efficient point for a memory-bound model" has to fall out of the
 mechanisms below, and the tests check that it does.
 
@@ -215,13 +215,16 @@ def rail_power_w(device: DeviceSpec, p: PhysicsParams, clocks: Clocks, activity:
     dram_w = (p.dram_background_w + p.dram_background_w_per_ghz * max(emc_ghz - 0.204, 0.0)
               + p.dram_j_per_byte * activity.dram_bps)
     sys_w = p.sys5v_fixed_w + dram_w * (1 + p.regulator_loss)
-    return _map_rails(device, gpu_w=gpu_w, soc_w=soc_w, cpu_cv_w=cpu_w + p.cv_fixed_w, sys_w=sys_w,
+    return _map_rails(device, p, gpu_w=gpu_w, soc_w=soc_w, cpu_cv_w=cpu_w + p.cv_fixed_w, sys_w=sys_w,
                       dram_w=dram_w)
 
 
-def _map_rails(device: DeviceSpec, *, gpu_w: float, soc_w: float, cpu_cv_w: float, sys_w: float,
-               dram_w: float) -> dict[str, float]:
-    labels = {r.label for r in device.rails}
+def _map_rails(device: DeviceSpec, p: PhysicsParams, *, gpu_w: float, soc_w: float, cpu_cv_w: float,
+               sys_w: float, dram_w: float) -> dict[str, float]:
+    labels = {r.label for r in device.power_monitors}
+    if {"VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0", "VIN"} <= labels:  # Thor: INA3221 rails + INA238 input
+        rails = {"VDD_GPU": gpu_w, "VDD_CPU_SOC_MSS": cpu_cv_w + soc_w, "VIN_SYS_5V0": sys_w}
+        return rails | {"VIN": sum(rails.values()) * (1 + p.input_loss) + p.carrier_fixed_w}
     if {"VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"} <= labels:  # AGX Orin
         return {"VDD_GPU_SOC": gpu_w + soc_w, "VDD_CPU_CV": cpu_cv_w, "VIN_SYS_5V0": sys_w,
                 "VDDQ_VDD2_1V8AO": dram_w}

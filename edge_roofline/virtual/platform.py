@@ -43,6 +43,9 @@ class VirtualPlatform(Platform):
         return DeviceIdentity(kind="virtual", model=f"virtual {self.device.name} (SIMULATION)",
                               catalogue_key=self.device.key, simulated=True)
 
+    def device_spec(self):
+        return self.device
+
     def operating_points(self) -> list[OperatingPoint]:
         return reachable_points(self.device, self._preset())
 

@@ -85,7 +85,7 @@ class BoardState:
             emc_max_hz=preset.emc_max_freq_hz or device.emc_max_freq_hz,
             emc_util=0.0,
             rails={r.label: (_IDLE_RAIL_VOLTS, _IDLE_RAIL_AMPS)
-                   for r in device.rails if r.label != "NC"},
+                   for r in device.power_monitors if r.label != "NC"},
             temperatures_c={t: _IDLE_TEMPERATURE_C for t in DEFAULT_THERMAL_ZONES},
         )
 

@@ -12,8 +12,8 @@ from edge_roofline.platforms.jetson.files import read_int, read_text
 from edge_roofline.platforms.jetson.nvpmodel import read_status_mode
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.state import BoardState
-from edge_roofline.virtual.sysfs_tree import (ACTMON_MC_ALL, CPU_DIR, EMC_CLK_DIR, EMC_ISO_CAP, THERMAL_DIR, USER_HZ,
-                                              TreePaths)
+from edge_roofline.virtual.sysfs_tree import USER_HZ
+from edge_roofline.virtual.tree_paths import ACTMON_MC_ALL, CPU_DIR, EMC_ISO_CAP, THERMAL_DIR, TreePaths
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class Controls:
 
 def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
     """The control files only (about 25 reads on AGX Orin), for a board that follows them live.
-    The EMC cap is the lower of debugfs ``max_rate`` and ``emc_iso_cap``."""
+    The EMC cap is the lower of the clock's own maximum (debugfs ``max_rate``, Thor's bwmgr
+    ``max_freq``) and ``emc_iso_cap``."""
     root = Path(root)
     paths = TreePaths.of(device)
     policy_hz = {}
@@ -52,7 +53,7 @@ def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
             value = read_int(root / f"{paths.policy_dir(cluster[0])}/{name}")
             policy_hz[cluster[0], name] = fallback if value is None else value * 1e3
     cores = range(device.cpu_cores)
-    emc_max_rate = read_int(root / f"{EMC_CLK_DIR}/max_rate") or device.emc_max_freq_hz
+    emc_max_rate = read_int(root / paths.emc_file("max")) or device.emc_max_freq_hz
     emc_cap = read_int(root / EMC_ISO_CAP) or 0
     mode_id = read_status_mode(root)
     return Controls(
@@ -62,8 +63,8 @@ def read_controls(root: str | Path, device: DeviceSpec) -> Controls:
         cpu_max_freq_hz=[policy_hz[paths.policy_of_core[c], "scaling_max_freq"] for c in cores],
         gpu_min_freq_hz=float(read_int(root / f"{paths.gpu_devfreq}/min_freq") or min(device.gpu_freqs_hz)),
         gpu_max_freq_hz=float(read_int(root / f"{paths.gpu_devfreq}/max_freq") or device.gpu_max_freq_hz),
-        tpc_pg_mask=read_int(root / f"{paths.gpu_device}/tpc_pg_mask") or 0,
-        emc_min_hz=float(read_int(root / f"{EMC_CLK_DIR}/min_rate") or min(device.emc_freqs_hz)),
+        tpc_pg_mask=read_int(root / paths.pg_mask_file) or 0,
+        emc_min_hz=float(read_int(root / paths.emc_file("min")) or min(device.emc_freqs_hz)),
         emc_max_hz=float(min(emc_max_rate, emc_cap) if emc_cap > 0 else emc_max_rate))
 
 
@@ -75,7 +76,7 @@ def read_state(root: str | Path, device: DeviceSpec) -> BoardState:
     paths = TreePaths.of(device)
     controls = read_controls(root, device)
     busy_s, idle_s = _read_proc_stat_seconds(root, device.cpu_cores)
-    rate_hz = float(read_int(root / f"{EMC_CLK_DIR}/rate") or min(device.emc_freqs_hz))
+    rate_hz = float(read_int(root / paths.emc_file("rate")) or min(device.emc_freqs_hz))
     mc_all = read_int(root / ACTMON_MC_ALL) or 0
     total_kb = _meminfo_kb(root, "MemTotal")
     available_kb = _meminfo_kb(root, "MemAvailable")
@@ -85,7 +86,7 @@ def read_state(root: str | Path, device: DeviceSpec) -> BoardState:
                           or min(device.cpu_freqs_hz) / 1e3) * 1e3 for c in range(device.cpu_cores)],
         cpu_busy=[b / (b + i) if b + i > 0 else 0.0 for b, i in zip(busy_s, idle_s)],
         gpu_cur_freq_hz=float(read_int(root / f"{paths.gpu_devfreq}/cur_freq") or min(device.gpu_freqs_hz)),
-        gpu_load=(read_int(root / f"{paths.gpu_device}/load") or 0) / 1000.0,
+        gpu_load=(read_int(root / paths.gpu_load) or 0) / 1000.0,
         emc_rate_hz=rate_hz,
         emc_util=mc_all / 100.0 / (rate_hz / 1e3) if rate_hz else 0.0,
         rails=_read_rails(root, device, paths),
@@ -124,7 +125,7 @@ def _meminfo_kb(root: Path, key: str) -> int | None:
 
 def _read_rails(root: Path, device: DeviceSpec, paths: TreePaths) -> dict[str, tuple[float, float]]:
     rails = {}
-    for rail in device.rails:
+    for rail in device.power_monitors:
         if rail.label == "NC":
             continue
         hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel

@@ -18,68 +18,45 @@ Layout notes (as on an AGX Orin with JetPack 6): ``/proc/device-tree`` links to
 ``cpufreq/policyF``; ``/sys/class/devfreq/<gpu>`` links to the GPU device's devfreq directory,
 whose ``device/of_node`` links to the GPU's device-tree node; ``/sys/devices/gpu.0`` links to the
 GPU device (nvpmodel's ``tpc_pg_mask`` path); INA3221 devices appear under
-``/sys/bus/i2c/devices`` and ``/sys/bus/i2c/drivers/ina3221``.
+``/sys/bus/i2c/devices`` and ``/sys/bus/i2c/drivers/ina3221``. Thor's layout (PCI GPU with
+``gpu-gpc-0``, EMC ``bwmgr``, the INA238 total) is rendered by ``thor_tree.py``; where each
+thing lives in either layout is ``tree_paths.py``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from edge_roofline.platforms.jetson.files import read_text
 from edge_roofline.platforms.jetson.identify import BOARDS, compatible_strings
 from edge_roofline.platforms.jetson.nvpmodel import STATUS_FILE
 from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.virtual import thor_tree
 from edge_roofline.virtual.hwmon import chip_attributes, write_rails
 from edge_roofline.virtual.params import PhysicsParams
 from edge_roofline.virtual.state import BoardState
+from edge_roofline.virtual.tree_paths import (ACTMON_MC_ALL, CPU_DIR, EMC_CLK_DIR, EMC_ISO_CAP,  # noqa: F401 (re-exported)
+                                              NV_TEGRA_RELEASE, THERMAL_DIR, TreePaths, is_thor,
+                                              zone_temperatures, zone_types)
+from edge_roofline.virtual.tree_paths import hz as _hz
+from edge_roofline.virtual.tree_paths import link as _link
+from edge_roofline.virtual.tree_paths import write as _write
+from edge_roofline.virtual.tree_paths import write_devfreq
 
 NVPMODEL_LAUNCHER = "usr/bin/nvpmodel"
 NVPMODEL_STATUS = STATUS_FILE.lstrip("/")
 NVPMODEL_CONF_LINK = "etc/nvpmodel.conf"
-CPU_DIR = "sys/devices/system/cpu"
-EMC_CLK_DIR = "sys/kernel/debug/bpmp/debug/clk/emc"
-EMC_ISO_CAP = "sys/kernel/nvpmodel_emc_cap/emc_iso_cap"
-ACTMON_MC_ALL = "sys/kernel/actmon_avg_activity/mc_all"
-THERMAL_DIR = "sys/devices/virtual/thermal"
 USER_HZ = 100  # /proc/stat jiffies per second
 _DT_BASE = "sys/firmware/devicetree/base"
-_I2C_BUS_DIR = "sys/devices/platform/bus@0/c240000.i2c"
-_FIRST_HWMON_INDEX = 2  # hwmon numbering is boot-dependent on a board; readers must glob it
 _RAIL_WARN_MA = 20000
 _RAIL_CRIT_MA = 32760
-_CPU_CLOCK_NAMES = {"Cortex-A78AE": "CPU_A78", "Carmel": "CPU_DENVER", "Cortex-A57": "CPU_A57"}
-
-
-@dataclass(frozen=True)
-class TreePaths:
-    """Where things live in a tree (relative to its root), derived from the device."""
-
-    gpu_device: str
-    gpu_devfreq: str
-    policy_of_core: dict[int, int]  # core -> first core of its cluster (cpufreq policy id)
-    hwmon_of_i2c: dict[str, str]  # "1-0040" -> hwmon directory
-
-    @classmethod
-    def of(cls, device: DeviceSpec) -> "TreePaths":
-        gpu_device = f"sys/devices/platform/bus@0/{device.gpu_devfreq_name}"
-        policy = {core: cluster[0] for cluster in device.cpu_clusters for core in cluster}
-        i2c_devices = sorted({r.i2c_device for r in device.rails})
-        hwmon = {dev: f"{_I2C_BUS_DIR}/i2c-{dev.split('-')[0]}/{dev}/hwmon/hwmon{_FIRST_HWMON_INDEX + i}"
-                 for i, dev in enumerate(i2c_devices)}
-        return cls(gpu_device, f"{gpu_device}/devfreq/{device.gpu_devfreq_name}", policy, hwmon)
-
-    def policy_dir(self, core: int) -> str:
-        return f"{CPU_DIR}/cpufreq/policy{self.policy_of_core[core]}"
+_PG_MASK_PARAM = {False: ("TPC_POWER_GATING", "TPC_PG_MASK"), True: ("GPU_POWER_GATING", "GPC_PG_MASK")}
+_CPU_CLOCK_NAMES = {"Cortex-A78AE": "CPU_A78", "Carmel": "CPU_DENVER", "Cortex-A57": "CPU_A57",
+                    "Neoverse-V3AE": "CPU_V3AE"}
 
 
 # ---- small file helpers ------------------------------------------------------------------------
-def _write(root: Path, rel: str, text: str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="ascii")
 
 
 # Last text written per measurement file, so an update skips values that did not change
@@ -102,21 +79,8 @@ def _write_atomic(root: Path, rel: str, text: str) -> None:
     _LAST_WRITTEN[path] = text
 
 
-def _link(root: Path, rel_link: str, rel_target: str) -> None:
-    """A relative symlink, so the tree can be moved or copied."""
-    link = root / rel_link
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if link.is_symlink() or link.exists():
-        return
-    link.symlink_to(os.path.relpath(root / rel_target, link.parent))
-
-
 def _khz(freq_hz: float) -> str:
     return f"{int(round(freq_hz / 1e3))}\n"
-
-
-def _hz(freq_hz: float) -> str:
-    return f"{int(round(freq_hz))}\n"
 
 
 def _cpu_range(cores: list[int]) -> str:
@@ -141,10 +105,13 @@ def render_tree(root: str | Path, device: DeviceSpec, state: BoardState,
     paths = TreePaths.of(device)
     _render_device_tree(root, device, paths)
     _render_cpus(root, device, state, paths)
-    _render_gpu(root, device, state, paths)
-    _render_emc(root, device, state)
+    if is_thor(device):
+        thor_tree.render(root, device, state, paths)
+    else:
+        _render_gpu(root, device, state, paths)
+        _render_emc(root, device, state)
     _render_rails(root, device, paths, ina_window_s)
-    _render_thermal(root, state)
+    _render_thermal(root, device)
     _render_nvpmodel(root, device, state, paths)
     update_tree(root, device, state)
 
@@ -153,10 +120,14 @@ def _render_device_tree(root: Path, device: DeviceSpec, paths: TreePaths) -> Non
     board = BOARDS[device.key]
     _write(root, f"{_DT_BASE}/model", board.model + "\x00")
     _write(root, f"{_DT_BASE}/compatible", "\x00".join(compatible_strings(board)) + "\x00")
+    _link(root, "proc/device-tree", _DT_BASE)
+    _write(root, NV_TEGRA_RELEASE, f"# {device.l4t_release}, GCID: 0, BOARD: generic, EABI: aarch64, "
+                                   "DATE: (virtual Jetson, SIMULATION)\n")
+    if is_thor(device):
+        return  # Thor's GPU is a PCI device: no device-tree node (thor_tree.py)
     gpu_node = f"{_DT_BASE}/bus@0/{device.gpu_of_node_name}@{device.gpu_devfreq_name.split('.')[0]}"
     _write(root, f"{gpu_node}/name", device.gpu_of_node_name + "\x00")
     _link(root, f"{paths.gpu_device}/of_node", gpu_node)
-    _link(root, "proc/device-tree", _DT_BASE)
 
 
 def _render_cpus(root: Path, device: DeviceSpec, state: BoardState, paths: TreePaths) -> None:
@@ -183,16 +154,11 @@ def _render_cpus(root: Path, device: DeviceSpec, state: BoardState, paths: TreeP
 
 def _render_gpu(root: Path, device: DeviceSpec, state: BoardState, paths: TreePaths) -> None:
     devfreq = paths.gpu_devfreq
-    _write(root, f"{devfreq}/available_frequencies",
-           " ".join(str(int(round(f))) for f in sorted(device.gpu_freqs_hz)) + "\n")
-    _write(root, f"{devfreq}/available_governors", "nvhost_podgov userspace performance simple_ondemand\n")
-    _write(root, f"{devfreq}/governor", "nvhost_podgov\n")
-    _write(root, f"{devfreq}/min_freq", _hz(state.gpu_min_freq_hz))
-    _write(root, f"{devfreq}/max_freq", _hz(state.gpu_max_freq_hz))
+    write_devfreq(root, devfreq, device.gpu_freqs_hz, state.gpu_min_freq_hz, state.gpu_max_freq_hz)
     _link(root, f"{devfreq}/device", paths.gpu_device)
     _link(root, f"sys/class/devfreq/{device.gpu_devfreq_name}", devfreq)
     _link(root, "sys/devices/gpu.0", paths.gpu_device)
-    _write(root, f"{paths.gpu_device}/tpc_pg_mask", f"{state.tpc_pg_mask}\n")
+    _write(root, paths.pg_mask_file, f"{state.tpc_pg_mask}\n")
     _write(root, f"{paths.gpu_device}/railgate_enable", "1\n")
     _write(root, f"{paths.gpu_device}/power/control", "auto\n")
 
@@ -207,14 +173,17 @@ def _render_emc(root: Path, device: DeviceSpec, state: BoardState) -> None:
 
 
 def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s: float) -> None:
+    total = device.input_power_monitor.i2c_device if device.input_power_monitor else None
     for dev, hwmon in paths.hwmon_of_i2c.items():
-        for name, text in chip_attributes(ina_window_s).items():
-            _write(root, f"{hwmon}/{name}", text)
+        chip = "ina238" if dev == total else "ina3221"
+        if chip == "ina3221":
+            for name, text in chip_attributes(ina_window_s).items():
+                _write(root, f"{hwmon}/{name}", text)
         device_dir = str(Path(hwmon).parent.parent)
-        _write(root, f"{device_dir}/name", "ina3221\n")
-        _write(root, f"{hwmon}/name", "ina3221\n")
+        _write(root, f"{device_dir}/name", f"{chip}\n")
+        _write(root, f"{hwmon}/name", f"{chip}\n")
         _link(root, f"sys/bus/i2c/devices/{dev}", device_dir)
-        _link(root, f"sys/bus/i2c/drivers/ina3221/{dev}", device_dir)
+        _link(root, f"sys/bus/i2c/drivers/{chip}/{dev}", device_dir)
         _link(root, f"sys/class/hwmon/{Path(hwmon).name}", hwmon)
     for rail in device.rails:
         hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
@@ -225,8 +194,8 @@ def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s
         _write(root, f"{hwmon}/curr{k}_crit_alarm", "0\n")
 
 
-def _render_thermal(root: Path, state: BoardState) -> None:
-    for index, zone_type in enumerate(state.temperatures_c):
+def _render_thermal(root: Path, device: DeviceSpec) -> None:
+    for index, zone_type in enumerate(zone_types(device)):
         zone = f"{THERMAL_DIR}/thermal_zone{index}"
         _write(root, f"{zone}/type", zone_type + "\n")
         _link(root, f"sys/class/thermal/thermal_zone{index}", zone)
@@ -277,10 +246,15 @@ def nvpmodel_conf_text(device: DeviceSpec, paths: TreePaths | None = None) -> st
     paths = paths or TreePaths.of(device)
     gpu = f"/sys/class/devfreq/{device.gpu_devfreq_name}"
     out = [f"# nvpmodel configuration for {device.name}, generated from the edge_roofline device",
-           "# catalogue (same sections and syntax as NVIDIA's files).", "",
+           "# catalogue (same sections and syntax as NVIDIA's files)."]
+    if is_thor(device):
+        out += ["# Thor: the GPU power-gating PARAM's name and file are this emulation's own (UNVERIFIED);",
+                "# a change takes effect at the next boot, so nvpmodel asks for a reboot."]
+    out += ["",
            "< PARAM TYPE=FILE NAME=CPU_ONLINE >"]
     out += [f"CORE_{c} /{CPU_DIR}/cpu{c}/online" for c in range(device.cpu_cores)]
-    out += ["", "< PARAM TYPE=FILE NAME=TPC_POWER_GATING >", "TPC_PG_MASK /sys/devices/gpu.0/tpc_pg_mask"]
+    gating, mask = _PG_MASK_PARAM[is_thor(device)]
+    out += ["", f"< PARAM TYPE=FILE NAME={gating} >", f"{mask} /{paths.pg_mask_file}"]
     for index, cluster in enumerate(device.cpu_clusters):
         policy = f"/{CPU_DIR}/cpu{cluster[0]}/cpufreq"
         out += ["", f"< PARAM TYPE=CLOCK NAME={cpu_clock_param(device, index)} >",
@@ -293,7 +267,7 @@ def nvpmodel_conf_text(device: DeviceSpec, paths: TreePaths | None = None) -> st
     for preset in device.presets:
         out += ["", f"< POWER_MODEL ID={preset.mode_id} NAME={preset.name} >"]
         out += [f"CPU_ONLINE CORE_{c} {int(c < preset.cpu_online_cores)}" for c in range(device.cpu_cores)]
-        out.append(f"TPC_POWER_GATING TPC_PG_MASK {preset.tpc_pg_mask}")
+        out.append(f"{gating} {mask} {preset.tpc_pg_mask}")
         cpu_max = -1 if preset.cpu_max_freq_hz is None else int(round(preset.cpu_max_freq_hz / 1e3))
         for index, cluster in enumerate(device.cpu_clusters):
             if cluster[0] < preset.cpu_online_cores:  # as NVIDIA's files: online clusters only
@@ -307,11 +281,15 @@ def nvpmodel_conf_text(device: DeviceSpec, paths: TreePaths | None = None) -> st
 
 
 # ---- update (measurements only) -----------------------------------------------------------------
-def rail_value_files(device: DeviceSpec) -> list[tuple[str, str, str]]:
-    """(label, ``inK_input``, ``currK_input``) of every channel, relative to the tree's root."""
+def rail_value_files(device: DeviceSpec) -> list[tuple[str, str, str, str | None]]:
+    """(label, ``inK_input``, ``currK_input``, ``power1_input`` or None) of every channel,
+    relative to the tree's root; only the INA238 total has a power file (uW)."""
     paths = TreePaths.of(device)
+    total = device.input_power_monitor
     return [(r.label, f"{paths.hwmon_of_i2c[r.i2c_device]}/in{r.channel}_input",
-             f"{paths.hwmon_of_i2c[r.i2c_device]}/curr{r.channel}_input") for r in device.rails]
+             f"{paths.hwmon_of_i2c[r.i2c_device]}/curr{r.channel}_input",
+             f"{paths.hwmon_of_i2c[r.i2c_device]}/power1_input" if r == total else None)
+            for r in device.power_monitors]
 
 
 def update_tree(root: str | Path, device: DeviceSpec, state: BoardState, rails: bool = True) -> None:
@@ -328,19 +306,20 @@ def update_tree(root: str | Path, device: DeviceSpec, state: BoardState, rails: 
     _write_atomic(root, "proc/uptime", f"{state.uptime_s:.2f} {sum(state.cpu_idle_time_s):.2f}\n")
     _write_atomic(root, "proc/meminfo", _meminfo_text(device, state))
     _write_atomic(root, f"{paths.gpu_devfreq}/cur_freq", _hz(state.gpu_cur_freq_hz))
-    _write_atomic(root, f"{paths.gpu_device}/load", f"{int(round(min(max(state.gpu_load, 0.0), 1.0) * 1000))}\n")
-    _write_atomic(root, f"{EMC_CLK_DIR}/rate", _hz(state.emc_rate_hz))
+    _write_atomic(root, paths.gpu_load, f"{int(round(min(max(state.gpu_load, 0.0), 1.0) * 1000))}\n")
+    _write_atomic(root, paths.emc_file("rate"), _hz(state.emc_rate_hz))
+    for rel, text in thor_tree.measurements(device, state, paths) if is_thor(device) else ():
+        _write_atomic(root, rel, text)
     # jetson-stats reads utilisation percent as mc_all / rate_kHz, so mc_all = pct * rate_kHz.
     _write_atomic(root, ACTMON_MC_ALL,
                   f"{int(round(min(max(state.emc_util, 0.0), 1.0) * 100 * state.emc_rate_hz / 1e3))}\n")
     if rails:
         write_rails(root, rail_value_files(device), state.rails, create=True)
-    zones = root / THERMAL_DIR
-    for zone in sorted(zones.glob("thermal_zone*")):
-        zone_type = read_text(root / THERMAL_DIR / zone.name / "type")
-        if zone_type in state.temperatures_c:
-            _write_atomic(root, f"{THERMAL_DIR}/{zone.name}/temp",  # 1/32 C steps, as Orin shows
-                          f"{int(round(state.temperatures_c[zone_type] * 32) * 1000 / 32)}\n")
+    temperatures = zone_temperatures(device, state.temperatures_c)
+    for index, zone_type in enumerate(zone_types(device)):  # render_tree numbers them in this order
+        if zone_type in temperatures:
+            _write_atomic(root, f"{THERMAL_DIR}/thermal_zone{index}/temp",  # 1/32 C steps, as Orin shows
+                          f"{int(round(temperatures[zone_type] * 32) * 1000 / 32)}\n")
 
 
 def _proc_stat_text(state: BoardState) -> str:

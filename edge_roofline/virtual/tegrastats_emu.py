@@ -7,6 +7,11 @@ VDD_GPU_SOC 2390mW/2390mW ... NC 0mW/0mW``
 Loads and clocks are integers (percent, MHz); power fields are instant/average mW, in the
 INA3221 channel order, NC channels included as tegrastats prints them. ``gpu_per_gpc`` prints
 JetPack 6's ``GR3D_FREQ 14%@[407,407]`` form.
+
+Thor (JetPack 7.1, R38.4) prints one clock per GPC and no GPU load, the PVA, its own thermal
+zones and the INA238 input last (docs/jetson-facts.md):
+``04-21-2026 15:50:52 RAM 105265/125772MB (lfb 34x4MB) CPU [0%@972,...] EMC_FREQ 0%@2750
+GR3D_FREQ @[314,314,314] PVA0_FREQ off APE 300 cpu@37.343C ... VIN 19780mW/19780mW``.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from pathlib import Path
 
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.state import BoardState
+from edge_roofline.virtual.tree_paths import is_thor, zone_temperatures
 
 _LFB_BLOCKS = 512  # largest-free-block count: not modelled, a plausible constant
 _VIC_MHZ = 115
 _APE_MHZ = 233
+_THOR_APE_MHZ = 300
 
 
 def _mhz(freq_hz: float) -> int:
@@ -34,9 +41,9 @@ def _pct(fraction: float) -> int:
 
 
 def rail_power_mw(device: DeviceSpec, state: BoardState) -> list[tuple[str, int]]:
-    """(label, instant mW) per INA3221 channel in device order; NC channels read 0."""
+    """(label, instant mW) per power channel in tegrastats' order; NC channels read 0."""
     out = []
-    for rail in device.rails:
+    for rail in device.power_monitors:
         volts, amps = (0.0, 0.0) if rail.label == "NC" else state.rails.get(rail.label, (0.0, 0.0))
         out.append((rail.label, int(round(volts * amps * 1000))))
     return out
@@ -49,17 +56,20 @@ def format_line(device: DeviceSpec, state: BoardState, timestamp: datetime,
     cpus = ",".join(f"{_pct(state.cpu_busy[c])}%@{_mhz(state.cpu_cur_freq_hz[c])}" if up else "off"
                     for c, up in enumerate(state.cpu_online))
     gpu_mhz = _mhz(state.gpu_cur_freq_hz)
-    gpcs = max(1, device.gpu_tpc_count // 4)  # Orin: 2 GPCs of 4 TPCs
-    gr3d = (f"{_pct(state.gpu_load)}%@[{','.join([str(gpu_mhz)] * gpcs)}]" if gpu_per_gpc
+    gpcs = ",".join([str(gpu_mhz)] * device.gpcs)  # Orin: 2 GPCs of 4 TPCs; Thor: 3
+    thor = is_thor(device)
+    gr3d = (f"@[{gpcs}]" if thor else f"{_pct(state.gpu_load)}%@[{gpcs}]" if gpu_per_gpc
             else f"{_pct(state.gpu_load)}%@{gpu_mhz}")
     temps = " ".join(f"{zone.split('-')[0]}@{celsius:.3f}C".replace(".000C", "C")
-                     for zone, celsius in state.temperatures_c.items())
+                     for zone, celsius in zone_temperatures(device, state.temperatures_c).items())
     averages = averages_mw or {}
     watts = " ".join(f"{label} {mw}mW/{averages.get(label, mw)}mW" for label, mw in rail_power_mw(device, state))
+    swap = "" if thor else "SWAP 0/0MB (cached 0MB) "
+    engines = f"PVA0_FREQ off APE {_THOR_APE_MHZ}" if thor else f"VIC_FREQ {_VIC_MHZ} APE {_APE_MHZ}"
     return (f"{timestamp:%m-%d-%Y %H:%M:%S} RAM {state.ram_used_mb}/{device.ram_mb}MB "
-            f"(lfb {_LFB_BLOCKS}x4MB) SWAP 0/0MB (cached 0MB) CPU [{cpus}] "
+            f"(lfb {_LFB_BLOCKS}x4MB) {swap}CPU [{cpus}] "
             f"EMC_FREQ {_pct(state.emc_util)}%@{_mhz(state.emc_rate_hz)} GR3D_FREQ {gr3d} "
-            f"VIC_FREQ {_VIC_MHZ} APE {_APE_MHZ} {temps} {watts}")
+            f"{engines} {temps} {watts}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,3 +61,53 @@ def test_no_nvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(fail_init=True))
     with pytest.raises(PlatformInitError, match="nvidia-ml-py"):
         NvmlPlatform(0)
+
+
+def thor_like_pynvml(utilisation=True):
+    """NVML as it answers on Jetson AGX Thor (jetson-facts.md): name and utilisation, the rest
+    NOT_SUPPORTED."""
+    m = fake_pynvml()
+    m.calls = {"util": 0}
+
+    def not_supported(*args):
+        raise FakeError("Not Supported")
+
+    def util(h):
+        m.calls["util"] += 1
+        if not utilisation:
+            raise FakeError("Not Supported")
+        return types.SimpleNamespace(gpu=37, memory=0)
+
+    m.nvmlDeviceGetName = lambda h: "NVIDIA Thor"
+    for name in ("nvmlDeviceGetPowerManagementLimit", "nvmlDeviceGetPowerManagementLimitConstraints",
+                 "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo", "nvmlDeviceGetTemperature",
+                 "nvmlDeviceGetTotalEnergyConsumption"):
+        setattr(m, name, not_supported)
+    m.nvmlDeviceGetUtilizationRates = util
+    return m
+
+
+def test_not_supported_readings_are_absent_not_fatal(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "pynvml", thor_like_pynvml())
+    caplog.set_level("INFO", logger="edge_roofline.platforms.nvml")
+    plat = NvmlPlatform(0)
+    assert plat.identity().model == "NVIDIA Thor"
+    assert [p.name for p in plat.operating_points()] == ["found"]  # no power limit to set
+    s = plat.sample()
+    assert s.total_power_w is None and s.gpu_load_pct == 37.0 and s.gpu_freq_hz is None
+    assert s.source == "nvml (power not supported by NVML here)" and plat.total_energy_j() is None
+    assert "jetson platform" in caplog.text and plat.sample().gpu_load_pct == 37.0
+    assert plat.restore().startswith("nothing to restore")
+
+
+def test_nvml_utilisation_fallback_stops_asking_after_not_supported(monkeypatch):
+    from edge_roofline.platforms.nvml import NvmlUtilisation
+    monkeypatch.setitem(sys.modules, "pynvml", thor_like_pynvml())
+    assert NvmlUtilisation().read() == 37.0
+    orin = thor_like_pynvml(utilisation=False)
+    monkeypatch.setitem(sys.modules, "pynvml", orin)
+    util = NvmlUtilisation()
+    assert util.read() is None and util.read() is None and orin.calls["util"] == 1
+    assert "GPU load unknown" in util.reason
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(fail_init=True))
+    assert NvmlUtilisation().read() is None

@@ -125,3 +125,69 @@ def write_fake_nvpmodel(root: Path, key: str = "agx_orin_64gb") -> Path:
                    .replace("{{", "{").replace("}}", "}"))
     script.chmod(0o755)
     return script
+
+
+# A Jetson AGX Thor dev kit on JetPack 7.1 as jetson-facts.md describes it (written by hand, not
+# by the virtual Jetson): (i2c device, hwmon index, channel, label, mV, mA) of the INA3221 rails.
+THOR_RAIL_READINGS = (("2-0040", 1, 1, "VDD_GPU", 19800, 99), ("2-0040", 1, 2, "VDD_CPU_SOC_MSS", 19800, 297),
+                      ("2-0040", 1, 3, "VIN_SYS_5V0", 5000, 1127))
+THOR_VIN_UW, THOR_VIN_MV, THOR_VIN_MA = 19_780_000, 19_536, 1012
+THOR_ZONES = (("cpu-thermal", 37343), ("gpu-thermal", 38875), ("soc012-thermal", 37468),
+              ("soc345-thermal", 37406), ("tj-thermal", 38875))
+THOR_GPU_HZ = 314_000_000
+THOR_EMC_HZ = 2_750_000_000
+THOR_RELEASE = "# R38 (release), REVISION: 4.0, GCID: 41245768, BOARD: generic, EABI: aarch64, DATE: x\n"
+
+
+def write_thor_tree(root: Path, release: str = THOR_RELEASE) -> Path:
+    device, board = get_device("agx_thor_t5000"), BOARDS["agx_thor_t5000"]
+    write(root / "proc/device-tree/model", board.model + "\x00")
+    write(root / "proc/device-tree/compatible", "\x00".join(compatible_strings(board)) + "\x00")
+    if release:
+        write(root / "etc/nv_tegra_release", release)
+    write(root / "proc/stat", "cpu  10 0 10 80 0 0 0 0\n" + "".join(
+        f"cpu{c} 100 0 100 800 0 0 0 0 0 0\n" for c in range(device.cpu_cores)))
+    for core in range(device.cpu_cores):
+        cpu = root / "sys/devices/system/cpu" / f"cpu{core}"
+        if core:
+            write(cpu / "online", "1\n")
+        write(cpu / "cpufreq/scaling_cur_freq", "972000\n")
+        write(cpu / "cpufreq/scaling_min_freq", "972000\n")
+        write(cpu / "cpufreq/scaling_max_freq", "2601600\n")  # no scaling_available_frequencies
+    pci = root / "sys/devices/platform/bus@0/a808e00000.pcie/pci0000:00/0000:00:00.0/0000:01:00.0"
+    write(pci / "power/control", "auto\n")
+    write(pci / "power/runtime_status", "active\n")
+    for name, table in (("gpu-gpc-0", "314000000 1000000000 1575000000"), ("gpu-nvd-0", "115200000 1075200000")):
+        devfreq = pci / "devfreq" / name
+        write(devfreq / "available_frequencies", table + "\n")
+        write(devfreq / "cur_freq", f"{table.split()[0]}\n")
+        write(devfreq / "min_freq", f"{table.split()[0]}\n")
+        write(devfreq / "max_freq", f"{table.split()[-1]}\n")
+        write(devfreq / "governor", "nvhost_podgov\n")
+        (devfreq / "device").symlink_to(pci)
+        (root / "sys/class/devfreq").mkdir(parents=True, exist_ok=True)
+        (root / "sys/class/devfreq" / name).symlink_to(devfreq)
+    (root / "sys/bus/pci/devices").mkdir(parents=True)
+    (root / "sys/bus/pci/devices/0000:01:00.0").symlink_to(pci)
+    bwmgr = root / "sys/devices/platform/bwmgr/devfreq/bwmgr"
+    write(bwmgr / "available_frequencies", "2133000000 2750000000 4266000000\n")
+    write(bwmgr / "cur_freq", f"{THOR_EMC_HZ}\n")
+    write(bwmgr / "min_freq", "2133000000\n")
+    write(bwmgr / "max_freq", "4266000000\n")
+    (root / "sys/class/devfreq/bwmgr").symlink_to(bwmgr)
+    write(root / "sys/kernel/nvpmodel_emc_cap/emc_iso_cap", "0\n")
+    write(root / "sys/kernel/actmon_avg_activity/mc_all", f"{10 * (THOR_EMC_HZ // 1000)}\n")
+    for i2c_dev, index, ch, label, mv, ma in THOR_RAIL_READINGS:
+        hwmon = root / "sys/bus/i2c/drivers/ina3221" / i2c_dev / "hwmon" / f"hwmon{index}"
+        write(hwmon / f"in{ch}_label", label + "\n")
+        write(hwmon / f"in{ch}_input", f"{mv}\n")
+        write(hwmon / f"curr{ch}_input", f"{ma}\n")
+    ina238 = root / "sys/bus/i2c/drivers/ina238/2-0044/hwmon/hwmon3"
+    write(ina238 / "in1_input", f"{THOR_VIN_MV}\n")
+    write(ina238 / "curr1_input", f"{THOR_VIN_MA}\n")
+    write(ina238 / "power1_input", f"{THOR_VIN_UW}\n")
+    for n, (zone_type, millideg) in enumerate(THOR_ZONES):
+        zone = root / "sys/devices/virtual/thermal" / f"thermal_zone{n}"
+        write(zone / "type", zone_type + "\n")
+        write(zone / "temp", f"{millideg}\n")
+    return root

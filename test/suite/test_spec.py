@@ -83,6 +83,7 @@ def test_only_configured_nodes_start():
 
 
 @pytest.mark.parametrize("name", ["virtual_agx_orin.yaml", "demo_virtual_agx_orin.yaml", "agx_orin.yaml",
+                                  "agx_thor.yaml", "virtual_agx_thor.yaml",
                                   "orin_nx.yaml", "orin_nano.yaml"])
 def test_governor_is_configured_consistently(name):
     params = load_params(REPO / "config" / name)

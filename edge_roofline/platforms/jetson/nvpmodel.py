@@ -39,7 +39,9 @@ class ModeQuery:
 class ConfModel:
     mode_id: int
     name: str
-    settings: dict[tuple[str, str], int] = field(default_factory=dict)  # (PARAM, ARG) -> value
+    # (PARAM, ARG) -> value; a number, or a word where NVIDIA's confs write one
+    # (``GPU_POWER_CONTROL_ENABLE GPU_PWR_CNTL_EN on``)
+    settings: dict[tuple[str, str], int | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,12 +74,49 @@ def parse_conf(text: str) -> NvpmodelConf:
             continue
         words = line.split()
         if current_model is not None and len(words) == 3:
-            current_model.settings[(words[0], words[1])] = int(words[2])
+            current_model.settings[(words[0], words[1])] = _number_or_word(words[2])
         elif current_param is not None and len(words) >= 2:
             current_param[words[0]] = words[1]
     if default_id is None:
         raise ValueError("nvpmodel conf has no < PM_CONFIG DEFAULT=n > section")
     return NvpmodelConf(default_id, models, params)
+
+
+def _number_or_word(text: str) -> int | str:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _int_settings(model: ConfModel) -> dict[tuple[str, str], int]:
+    return {key: v for key, v in model.settings.items() if isinstance(v, int)}
+
+
+# The GPU clock's PARAM name: GPU on Orin; Thor's conf: UNVERIFIED, so GPC-named ones are taken too.
+_GPU_CLOCK_PARAMS = ("GPU", "GPU_GPC", "GPC")
+
+
+def presets_from_conf(conf: NvpmodelConf, cpu_cores: int) -> tuple[Preset, ...]:
+    """The conf's power modes as presets, the way nvpmodel applies them: cores online from
+    ``CPU_ONLINE CORE_n`` (a core not listed stays online), the CPU cap the lowest ``CPU_*
+    MAX_FREQ`` (kHz), ``GPU MAX_FREQ`` and ``EMC MAX_FREQ`` in Hz (-1, and 0 for EMC: no cap), the
+    GPU power-gating mask from any ``*_PG_MASK`` (``TPC_PG_MASK`` on Orin) or 0."""
+    presets = []
+    for model in sorted(conf.models.values(), key=lambda m: m.mode_id):
+        values = _int_settings(model)
+        online = {arg: v for (param, arg), v in values.items() if param == "CPU_ONLINE"}
+        cores = sum(1 for c in range(cpu_cores) if online.get(f"CORE_{c}", 1) != 0)
+        cpu_caps = [v for (param, arg), v in values.items()
+                    if param.startswith("CPU_") and param != "CPU_ONLINE" and arg == "MAX_FREQ" and v > 0]
+        gpu = next((values[(p, "MAX_FREQ")] for p in _GPU_CLOCK_PARAMS if (p, "MAX_FREQ") in values), -1)
+        emc = values.get(("EMC", "MAX_FREQ"), 0)
+        masks = {arg: v for (_, arg), v in values.items() if arg.endswith("PG_MASK")}
+        mask = masks.get("TPC_PG_MASK", next(iter(masks.values()), 0))  # Orin's name first
+        presets.append(Preset(model.mode_id, model.name, cores, mask,
+                              min(cpu_caps) * 1e3 if cpu_caps else None,
+                              float(gpu) if gpu > 0 else None, float(emc) if emc > 0 else None))
+    return tuple(presets)
 
 
 def parse_query(output: str) -> ModeQuery:

@@ -1,5 +1,10 @@
 """JetsonPlatform: telemetry from sysfs readers, operating points as reboot-free nvpmodel
-presets plus devfreq/cpufreq caps inside the current preset's envelope."""
+presets plus devfreq/cpufreq caps inside the current preset's envelope.
+
+One class for every layout (Orin on JetPack 5/6/7.2, Thor on JetPack 7): the readers find the
+GPU's devfreq (``17000000.gpu`` or Thor's ``gpu-gpc-0``), the EMC clock (BPMP debugfs or Thor's
+``bwmgr``) and the power monitors (INA3221, plus Thor's INA238 total). The device's modes and
+clock tables are the board's own where it shows them (``board_facts.py``)."""
 
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ from edge_roofline.platforms.grid import caps_grid, preset_envelope
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_int, read_text, under
+from edge_roofline.platforms.jetson.board_facts import board_device
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
 from edge_roofline.platforms.jetson import nvpmodel
 from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
+from edge_roofline.platforms.nvml import NvmlUtilisation
 from edge_roofline.roofline.devices import DeviceSpec, Preset, get_device
 
 log = logging.getLogger(__name__)
@@ -94,17 +101,25 @@ class JetsonPlatform(Platform):
                  device_key: str | None = None, writer: CapWriter | None = None,
                  clock: Clock | None = None) -> None:
         self.root = Path(root)
-        self.device = get_device(device_key or identify(self.root).catalogue_key)
+        found = identify(self.root) if device_key is None else None
+        self._gpu = gpu.find_gpu(self.root)
+        self.facts = board_device(self.root, get_device(device_key or found.catalogue_key), self._gpu)
+        self.device = self.facts.device
+        for note in found.notes if found else ():
+            log.warning("%s", note)
+        log.info("%s%s; %s", self.device.name, f" on {found.software}" if found else "", self.facts.summary())
+        # Modes whose power-gating mask is only the catalogue's guess are never switched to.
+        self._switch_modes = not self.device.is_unverified("presets")
+        self._nvml_load: NvmlUtilisation | None = None  # made at the first sample without a load file
         self.nvpmodel = Nvpmodel(nvpmodel_cmd)
         self.writer = writer or CapWriter()
         self.clock = clock or Clock()
         self._presets = {p.mode_id: p for p in self.device.presets}
         self._cores = cpu.list_cores(self.root)
-        self._gpu = gpu.find_gpu(self.root)
         self._zones = thermal.find_zones(self.root)
         self._rails = RailSource(self.root, default_client if self.root == Path("/") else None)
         self._missing_rails: dict[str, str] = {}  # rail -> reason, as last reported
-        self._emc_dir = under(self.root, emc.EMC_CLK_DIR)
+        self._emc_dir = emc.emc_clock_files(self.root)[1]
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
         self._point = self._live_point()
@@ -148,8 +163,9 @@ class JetsonPlatform(Platform):
 
     def _emc_cap_file(self) -> Path | None:
         """nvpmodel's own EMC cap (``emc_iso_cap``, 0 = uncapped) where the kernel has it, else
-        the BPMP debugfs ``max_rate`` (older kernels; root only)."""
-        for path in (under(self.root, emc.EMC_ISO_CAP), self._emc_dir / "max_rate"):
+        Thor's ``bwmgr`` devfreq ``max_freq``, else the BPMP debugfs ``max_rate`` (older kernels;
+        root only)."""
+        for path in (under(self.root, emc.EMC_ISO_CAP), self._emc_dir / "max_freq", self._emc_dir / "max_rate"):
             if path.exists():
                 return path
         return None
@@ -177,14 +193,25 @@ class JetsonPlatform(Platform):
     def identity(self) -> DeviceIdentity:
         return DeviceIdentity(kind="jetson", model=self.device.name, catalogue_key=self.device.key)
 
+    def device_spec(self) -> DeviceSpec:
+        """The catalogue entry with this board's modes and clock tables (``board_facts.py``)."""
+        return self.device
+
     def operating_points(self) -> list[OperatingPoint]:
-        return reachable_points(self.device, self._preset)
+        points = reachable_points(self.device, self._preset)
+        return points if self._switch_modes else [p for p in points if p.nvpmodel_id == self._preset.mode_id]
 
     def current_operating_point(self) -> OperatingPoint:
         return self._point
 
     def _validate(self, point: OperatingPoint) -> Preset:
-        return validate_point(self.device, self._preset, point)
+        preset = validate_point(self.device, self._preset, point)
+        if preset.mode_id != self._preset.mode_id and not self._switch_modes:
+            raise RebootRequiredError(
+                f"{point.name}: {self.device.name}'s nvpmodel.conf was not readable ({self.facts.summary()}), "
+                f"so mode {preset.name}'s GPU power-gating mask is a guess and a switch might need a reboot; "
+                f"only caps inside {self._preset.name} are applied")
+        return preset
 
     def apply(self, point: OperatingPoint) -> None:
         """The mode, then every cap file of ``point``. A refused write does not stop the others
@@ -279,10 +306,18 @@ class JetsonPlatform(Platform):
             timestamp_s=self.clock.now_s(), rails=rails, total_power_w=total,
             cpu_freq_hz=cpu.read_online_freqs_hz(self.root, self._cores),
             gpu_freq_hz=gpu_status.cur_freq_hz if gpu_status else None,
-            gpu_load_pct=gpu_status.load_pct if gpu_status else None,
+            gpu_load_pct=self._gpu_load_pct(gpu_status),
             emc_freq_hz=emc_status.rate_hz, emc_load_pct=emc_status.util_pct, cpu_load_pct=cpu_load,
             temperatures_c=thermal.read_zones(self._zones), nvpmodel_mode=self._preset.name,
             operating_point=self._point.name, source=source, missing_rails=self._missing_rails)
+
+    def _gpu_load_pct(self, status: gpu.GpuStatus | None) -> float | None:
+        """devfreq's load file; on Thor without one, NVML's utilisation (None where it does not answer)."""
+        if status is None or status.load_pct is not None or self._gpu.pci_dir is None or self.root != Path("/"):
+            return status.load_pct if status else None
+        if self._nvml_load is None:
+            self._nvml_load = NvmlUtilisation()
+        return self._nvml_load.read()
 
     def restore(self) -> str:
         """The mode as found (nvpmodel first: a mode switch rewrites the caps), then every cap

@@ -7,6 +7,11 @@ both are skipped. The module total comes from the device's ``total_power_rails``
 on AGX Orin ``VIN_SYS_5V0`` already contains ``VDDQ_VDD2_1V8AO`` and summing every rail
 double counts the DRAM rail.
 
+Thor's carrier adds an INA238 (``sys/bus/i2c/drivers/ina238/<bus-addr>/hwmon/hwmonN/``) on the
+whole input: ``in1_input`` (bus mV), ``curr1_input`` (mA) and ``power1_input`` in **uW** (the
+chip's own product, used as the rail's power). It has no label file; tegrastats and jetson-stats
+call it ``VIN``, and it is Thor's total (the INA3221 rails are parts of it).
+
 The chip converts continuously, every ``update_interval`` ms (a hwmon attribute of each
 hwmonN); a read between two conversions returns the same value, and on a board each read is an
 I2C transaction. ``RailReader`` therefore keeps the value files open and reads each with one
@@ -24,6 +29,8 @@ from edge_roofline.platforms.base import PlatformError, RailSample
 from edge_roofline.platforms.jetson.files import read_int, read_text, under
 
 INA3221_DRIVER_DIR = "/sys/bus/i2c/drivers/ina3221"
+INA238_DRIVER_DIR = "/sys/bus/i2c/drivers/ina238"
+INA238_LABEL = "VIN"
 _LABEL_RE = re.compile(r"^in(\d+)_label$")
 _SUM_OF_SHUNTS_CHANNEL = 7
 
@@ -35,6 +42,7 @@ class RailChannel:
     channel: int
     voltage_path: Path  # mV
     current_path: Path  # mA
+    power_path: Path | None = None  # uW, where the chip computes power itself (INA238)
 
 
 class RailReadError(PlatformError):
@@ -44,7 +52,7 @@ class RailReadError(PlatformError):
     def __init__(self, rail: str, path: Path, reason: str) -> None:
         self.rail, self.path, self.reason = rail, path, reason
         super().__init__(f"power rail {rail} missing: {path}: {reason} "
-                         f"(is the ina3221 driver bound? ls {path.parent})")
+                         f"(is the ina3221 or ina238 driver bound? ls {path.parent})")
 
 
 def find_rails(root: str | Path = "/") -> list[RailChannel]:
@@ -63,6 +71,10 @@ def find_rails(root: str | Path = "/") -> list[RailChannel]:
                 continue
             channels.append(RailChannel(label, i2c_device, number,
                                         hwmon / f"in{number}_input", hwmon / f"curr{number}_input"))
+    channels += [RailChannel(INA238_LABEL, hwmon.parent.parent.name, 1, hwmon / "in1_input",
+                             hwmon / "curr1_input", hwmon / "power1_input")
+                 for hwmon in sorted(under(root, INA238_DRIVER_DIR).glob("*/hwmon/hwmon*"))
+                 if (hwmon / "power1_input").exists()]
     return sorted(channels, key=lambda c: (c.i2c_device, c.channel))
 
 
@@ -83,15 +95,18 @@ class RailReader:
 
     def __init__(self, channels: list[RailChannel]) -> None:
         self.channels = channels
-        # Per channel: (label, voltage file, current file), paths as str (hashed at every read).
-        self._files = [(c.label, str(c.voltage_path), str(c.current_path)) for c in channels]
-        self._subsets: dict[tuple[str, ...], list[tuple[str, str, str]]] = {}
+        # Per channel: (label, voltage file, current file, power file or None), paths as str
+        # (hashed at every read).
+        self._files = [(c.label, str(c.voltage_path), str(c.current_path),
+                        None if c.power_path is None else str(c.power_path)) for c in channels]
+        self._subsets: dict[tuple[str, ...], list[tuple[str, str, str, str | None]]] = {}
         self._fds: dict[str, int] = {}
         self._identity: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) of the file opened
-        for _, voltage, current in self._files:
-            for path in (voltage, current):
+        for _, *paths in self._files:
+            for path in paths:
                 try:
-                    self._open(path)
+                    if path is not None:
+                        self._open(path)
                 except OSError:
                     pass  # reported by the first read
 
@@ -136,14 +151,15 @@ class RailReader:
         if files is None:
             files = self._subsets[labels] = [f for f in self._files if f[0] in labels]
         samples, errors = [], []
-        for label, voltage, current in files:
+        for label, voltage, current, power in files:
             try:
                 volts = self._value(label, voltage) / 1000.0
                 amps = self._value(label, current) / 1000.0
+                watts = volts * amps if power is None else self._value(label, power) / 1e6
             except RailReadError as exc:
                 errors.append(exc)
                 continue
-            samples.append(RailSample(label, volts, amps, volts * amps))
+            samples.append(RailSample(label, volts, amps, watts))
         return tuple(samples), tuple(errors)
 
     def close(self) -> None:

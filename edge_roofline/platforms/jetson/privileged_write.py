@@ -18,6 +18,8 @@ ALLOWED_PATHS = (
     re.compile(r"^/sys/devices/system/cpu/cpu\d+/online$"),
     re.compile(r"^/sys/devices/system/cpu/cpu(freq/policy)?\d+(/cpufreq)?/scaling_(min|max)_freq$"),
     re.compile(r"^/sys/devices/(platform/)?(bus@0/)?[0-9a-f]+\.(gpu|ga10b|gv11b|gp10b)/devfreq/[^/]+/(min|max)_freq$"),
+    # Thor: the PCI GPU's gpu-gpc-0 and the EMC's bwmgr (their parent directories: UNVERIFIED)
+    re.compile(r"^/sys/devices/[\w@:.,/-]+/devfreq/(gpu-gpc-0|bwmgr)/(min|max)_freq$"),
     re.compile(r"^/sys/kernel/debug/bpmp/debug/clk/emc/(min|max)_rate$"),
     re.compile(r"^/sys/kernel/nvpmodel_emc_cap/emc_iso_cap$"),
 )

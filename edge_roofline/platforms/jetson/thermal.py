@@ -1,5 +1,8 @@
-"""Thermal zones: ``thermal_zone*/{type,temp}`` in millidegrees C. A reading of -256 C is a
-power-gated sensor (e.g. a CV cluster that is off) and is skipped, not reported as cold."""
+"""Thermal zones: ``thermal_zone*/{type,temp}`` in millidegrees C. A power-gated sensor is
+skipped, not reported as cold: on Orin it reads -256 C (e.g. a CV cluster that is off); on Thor
+reading ``gpu-thermal`` fails with EAGAIN while the GPU is rail-gated (PCI runtime suspend), and
+any zone whose read fails (EAGAIN, EIO, gone) is left out of that sample and read again on the
+next, so one gated sensor never costs the others."""
 
 from __future__ import annotations
 
