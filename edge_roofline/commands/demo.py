@@ -1,8 +1,8 @@
 """edge-roofline demo: the suite on a virtual AGX Orin 64GB (SIMULATION) with the governor
 active: a synthetic camera, inference on a small model with the virtual backend (times and
 power from the virtual board's physics), the power monitor, the governor, a live console
-summary and Foxglove on ws://127.0.0.1:8765. Ctrl-C stops the governor first, which puts back
-the virtual board's original mode and caps.
+summary and Foxglove on ws://127.0.0.1:8765 (``--record FILE``: an MCAP recording too). Ctrl-C
+stops the governor first, which puts back the virtual board's original mode and caps.
 
 ``--host-cpu``: the same suite on this machine's CPU instead (ONNX Runtime, measured CPU roofs,
 no governor: a host CPU has no catalogued operating points)."""
@@ -26,6 +26,5 @@ def run(args) -> int:
     from edge_roofline.suite.run import run_suite
     from edge_roofline.commands.up import suite_overrides
     extras = ["synthetic_camera", "console"] + ([] if args.no_foxglove else ["foxglove_bridge"])
-    if args.host_cpu:
-        return run_suite(HOST_CPU_CONFIG, extras=extras, duration_s=args.duration)
-    return run_suite(DEMO_CONFIG, extras=extras, duration_s=args.duration, overrides=suite_overrides(args))
+    return run_suite(HOST_CPU_CONFIG if args.host_cpu else DEMO_CONFIG, extras=extras, record=args.record,
+                     duration_s=args.duration, overrides=suite_overrides(args))  # no governor on the host CPU
