@@ -20,6 +20,8 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
@@ -44,10 +46,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass
 class Up:
-    def __init__(self, proc, root, fresh, port, recording, logs):
-        self.proc, self.root, self.fresh, self.port, self.recording, self.logs = proc, root, fresh, port, recording, logs
-        self.out = ""
+    proc: subprocess.Popen
+    root: Path  # the virtual board's tree
+    fresh: dict  # its cap files as a fresh board has them
+    port: int
+    recording: Path
+    logs: Path
+    out: str = ""
 
     def log_text(self) -> str:
         return self.out + "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.logs.glob("*.log")))
