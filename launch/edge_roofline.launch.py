@@ -4,7 +4,8 @@
     [foxglove_port:=PORT]
 
 Starts what edge_roofline.suite.spec.suite_plan names (the plan `edge-roofline up` starts too):
-the nodes the parameter file configures (default: config/virtual_agx_orin.yaml), then the extras
+the nodes the parameter file configures (a path or a shipped file's name; default:
+config/virtual_agx_orin.yaml), then the extras
 of `with` (a whole demo on one machine: camera, console, Foxglove server), and with `record` a
 Foxglove bridge that records every topic it forwards to an MCAP file. When the parameters point
 a node at a virtual Jetson (platform: virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson
@@ -23,17 +24,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from edge_roofline.suite.spec import ARGUMENTS, PACKAGE, argument_overrides, load_params, suite_plan, virtual_devices
+from edge_roofline.paths import config_file
+from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, SUITE_ARGUMENTS, argument_overrides, load_params,
+                                      node_parameters, suite_plan, virtual_devices)
 from edge_roofline.suite.env import PROFILE_VARIABLES, default_fastdds_profile
-
-SUITE_ARGUMENTS = {  # beyond ARGUMENTS (which override one parameter each)
-    "params_file": "ROS 2 parameter file for all nodes (see config/)",
-    "namespace": "namespace for all nodes",
-    "with": "comma-separated extra nodes: synthetic_camera, console, foxglove_bridge (as edge-roofline up --with)",
-    "record": "record every topic the Foxglove bridge forwards to this MCAP file (adds a bridge that only "
-              "records when with has none)",
-}
-
 
 def _fastdds_profile():
     env = {name: value for name, value in os.environ.items() if name in PROFILE_VARIABLES}
@@ -49,14 +43,20 @@ def _typed(overrides: dict) -> dict:
 
 def _nodes(context):
     value = {name: LaunchConfiguration(name).perform(context) for name in (*SUITE_ARGUMENTS, *ARGUMENTS)}
+    value["params_file"] = str(config_file(value["params_file"]).resolve())  # as up --config: a name in config/ too
     params = load_params(value["params_file"])
     plan = suite_plan(params, extras=value["with"], record=value["record"],
                       overrides=argument_overrides({arg: value[arg] for arg in ARGUMENTS}))
     actions = [ExecuteProcess(cmd=["edge-roofline", "virtual-jetson", "--device", device, "--root", root],
                               name=f"virtual_jetson_{device}", output="screen")
                for root, device in virtual_devices(params).items()]
+    # The file as ROS reads it, then its section for the node (which ROS would not apply in a
+    # namespace), then the arguments.
     actions += [Node(package=PACKAGE, executable=start.spec.executable, name=start.spec.name,
-                     namespace=value["namespace"], parameters=[value["params_file"], _typed(start.overrides)],
+                     namespace=value["namespace"],
+                     parameters=[value["params_file"],
+                                 _typed(node_parameters(params, start.spec.name, value["namespace"])),
+                                 _typed(start.overrides)],
                      output="screen")
                 for start in plan]
     return actions

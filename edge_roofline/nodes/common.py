@@ -43,7 +43,10 @@ def _destroy_half_built(node: Node) -> None:
     """Only rclpy's part of a node whose __init__ did not finish (if made): its own destroy_node
     would touch what was never made."""
     if getattr(node, "handle", None) is not None:
-        Node.destroy_node(node)
+        try:
+            Node.destroy_node(node)
+        except AttributeError:  # rclpy's own __init__ was cut short (a signal): the context's shutdown frees it
+            pass
 
 
 def run_node(node_class: type[Node], argv: list[str] | None) -> int:

@@ -43,6 +43,16 @@ EXTRAS = (
 )
 BRIDGE = "foxglove_bridge"
 
+# The launch file's arguments besides ARGUMENTS (up: --config, --with, --record; the namespace
+# is launch's alone).
+SUITE_ARGUMENTS = {
+    "params_file": "ROS 2 parameter file for all nodes: a path, or the name of a shipped one (config/)",
+    "namespace": "namespace for all nodes",
+    "with": "comma-separated extra nodes: synthetic_camera, console, foxglove_bridge (as edge-roofline up --with)",
+    "record": "record every topic the Foxglove bridge forwards to this MCAP file (adds a bridge that only "
+              "records when with has none)",
+}
+
 # Launch arguments (``name:=value`` for ros2 launch, ``--name`` for edge-roofline up) that
 # override one node parameter each (node, parameter, type, help); empty: the file's value.
 ARGUMENTS = {
@@ -130,6 +140,15 @@ def load_params(path: str | Path) -> dict[str, dict]:
         params[str(node).lstrip("/")] = node_params
     check_parameter_file(path, params)
     return params
+
+
+def node_parameters(params: dict[str, dict], name: str, namespace: str = "") -> dict:
+    """What a parameter file sets for node ``name`` started in ``namespace``: its ``/**``
+    section, its own, and one under the namespace's name. ROS itself matches a plain ``name:``
+    section only to a node outside any namespace, so ``namespace:=robot1`` would otherwise start
+    every node on its defaults."""
+    qualified = f"{namespace.strip('/')}/{name}".strip("/")
+    return {**params.get("**", {}), **params.get(name, {}), **params.get(qualified, {})}
 
 
 def configured_nodes(params: dict[str, dict]) -> tuple[NodeSpec, ...]:

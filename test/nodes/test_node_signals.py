@@ -90,7 +90,7 @@ def test_governor_restores_through_a_signal_storm(ros_env, tmp_path):
 
 def test_a_signal_while_starting_ends_the_node_with_one_line(ros_env, tmp_path):
     log = tmp_path / "slow.log"
-    proc = start("", ros_env, {}, log, module="test.nodes.slow_start")
+    proc = start("", ros_env, {"wait": True}, log, module="test.nodes.slow_start")
     wait_for_line(proc, log, "loading")
     started = time.monotonic()
     assert storm(proc, STORMS["int-int"]) == 0, log_text(log)
@@ -109,3 +109,14 @@ def test_a_signal_while_the_libraries_import_is_quiet(ros_env, tmp_path):
         time.sleep(delay_s)
         assert storm(proc, [(signal.SIGINT, 0.0)]) == 0, log_text(log)
         assert_clean(log_text(log))
+
+
+def test_a_signal_inside_rclpy_node_init_is_clean_too(ros_env, tmp_path):
+    """A node is in the ROS graph before rclpy's Node.__init__ has made its parameter services:
+    a Ctrl-C sent on seeing it there lands inside rclpy's own __init__ (here: on purpose)."""
+    log = tmp_path / "cut.log"
+    proc = start("", ros_env, {}, log, module="test.nodes.slow_start")
+    proc.wait(30)
+    assert proc.returncode == 0, log_text(log)
+    assert "slow_start: stopped by SIGINT while starting" in log_text(log)
+    assert_clean(log_text(log))

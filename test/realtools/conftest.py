@@ -75,9 +75,18 @@ class Ros2:
             time.sleep(poll_s)
         raise AssertionError(f"no {what} within {timeout_s} s")
 
-    def nodes(self) -> set[str]:
-        listed = self.run("node", "list", "--no-daemon", timeout_s=30)
-        return set(listed.stdout.split()) if listed.returncode == 0 else set()
+    def wait_for_nodes(self, names: set[str], timeout_s: float, procs=()) -> set[str]:
+        """Every node in ``names`` (fully qualified) is in the ROS graph; returns the graph's."""
+        from test.nodes.rosutil import watcher
+        with watcher(self.env, "test_graph_watcher") as (node, spin_until):
+            graph = set()
+
+            def all_there() -> bool:
+                graph.clear()
+                graph.update(f"{ns.rstrip('/')}/{name}" for name, ns in node.get_node_names_and_namespaces())
+                return names <= graph
+            assert spin_until(all_there, timeout_s, procs), f"nodes {sorted(names - graph)} not up in {timeout_s} s"
+        return graph
 
     def stop_daemon(self) -> None:
         self.run("daemon", "stop", timeout_s=30)
