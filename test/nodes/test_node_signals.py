@@ -120,3 +120,20 @@ def test_a_signal_inside_rclpy_node_init_is_clean_too(ros_env, tmp_path):
     assert proc.returncode == 0, log_text(log)
     assert "slow_start: stopped by SIGINT while starting" in log_text(log)
     assert_clean(log_text(log))
+
+
+def test_ctrl_c_while_inference_loads_a_big_model(ros_env, tmp_path):
+    """Issue 23: SIGINT to `inference` while it loads ResNet-50 printed an RCLError traceback and
+    exited 1. Now: one line, exit 0, promptly (as soon as the load step in hand returns)."""
+    from test.nodes.rosutil import watcher
+    log = tmp_path / "inference.log"
+    proc = start("inference", ros_env, {"model": "zoo:resnet50", "backend": "ort"}, log)
+    with watcher(ros_env) as (node, spin_until):  # the node is in the graph from its first line
+        assert spin_until(lambda: ("inference", "/") in node.get_node_names_and_namespaces(), 60, [proc])
+    if "serving" in log_text(log):
+        pytest.skip("the model loaded before the signal could be sent")
+    sent = time.monotonic()
+    assert storm(proc, STORMS["int-int"]) == 0, log_text(log)
+    assert time.monotonic() - sent < 30, "the load was not interrupted"
+    assert "inference: stopped by SIGINT while starting" in log_text(log), log_text(log)
+    assert_clean(log_text(log))
