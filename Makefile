@@ -59,9 +59,9 @@ $(PKG_STAMP): $(DEPS_STAMP) $(PKG_SOURCES)
 
 # The ROS 2 launch system and `ros2` CLI for the tests that run them as users do: wheels from
 # shared/ros2-tools beside the checkout (a user's clone has none: those tests skip, saying so;
-# EDGE_ROOFLINE_ROS2_TOOLS=DIR names another). Installed once per version (test/realtools/tools.py).
+# EDGE_ROOFLINE_ROS2_TOOLS=DIR names another). Installed once per version (test/suite/ros2_tools.py).
 ros2-tools: setup
-	$(PY) -m test.realtools.tools
+	$(PY) -m test.suite.ros2_tools
 
 # On Jazzy (the default) the whole suite, then the Kilted job; on another distro its suite only.
 test: setup ros2-tools

@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from edge_roofline.suite.env import localhost_environment  # noqa: E402
-from test.realtools.robot import stop_after_move  # noqa: E402
-from test.realtools.tools import ensure_installed  # noqa: E402
+from test.suite.robot import stop_after_move  # noqa: E402
+from test.suite.ros2_tools import ensure_installed  # noqa: E402
 
 
 def main() -> int:

@@ -17,7 +17,7 @@ import foxglove
 
 from edge_roofline.ros.schema import schema_text
 
-SUBPROTOCOL = "foxglove.sdk.v1"  # checked against a real client in test/realtools/test_foxglove_client.py
+SUBPROTOCOL = "foxglove.sdk.v1"  # checked against a real client in test/suite/test_foxglove_client.py
 
 
 class FoxgloveServerError(OSError):

@@ -70,7 +70,7 @@ def test_launch_resolves_the_executables_of_the_colcon_install(colcon_install, r
     file starts from <prefix>/lib/edge_roofline, loads the installed launch file, and `ros2 run`
     starts a node from the install space."""
     from edge_roofline.suite.spec import EXTRAS, NODES
-    from test.realtools.tools import ensure_installed
+    from test.suite.ros2_tools import ensure_installed
     installed, why = ensure_installed()
     if not installed:
         pytest.skip(why)

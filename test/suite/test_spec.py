@@ -1,6 +1,6 @@
 """The launch file, `edge-roofline up` and the shipped parameter files agree: every node they
 start is an installed executable, and every parameter a file sets is declared by that node.
-(test/realtools runs the launch file with the real `ros2 launch`; these need no ROS tools.)"""
+(test/suite runs the launch file with the real `ros2 launch`; these need no ROS tools.)"""
 
 import ast
 import importlib

@@ -59,3 +59,14 @@ def test_a_second_bridge_on_a_taken_port_is_one_line(ros_env):
     assert len(lines) == 1 and lines[0].startswith(
         f"foxglove_bridge: cannot start: Foxglove port {port} on 127.0.0.1 is in use"), done.stderr
     assert "-p port:=0" in lines[0] and "-p serve:=false" in lines[0] and "--no-foxglove" in lines[0]
+
+
+def test_up_without_a_bridge_says_how_to_get_one(ros_env, tmp_path):
+    """`up` starts no Foxglove server unless asked (a robot may run its own foxglove_bridge on
+    8765), and says how to ask."""
+    cfg = tmp_path / "cpu.yaml"
+    cfg.write_text("power_monitor:\n  ros__parameters:\n    platform: cpu\n")
+    done = run_cli("up", "--config", str(cfg), "--duration", "3", env=ros_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Foxglove: no server (add --with foxglove_bridge; ros2 launch: with:=foxglove_bridge)" in done.stdout
+    assert "stopped: power_monitor=0" in done.stdout, done.stdout

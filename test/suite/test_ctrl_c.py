@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from test.realtools.robot import stop_after_move
+from test.suite.robot import stop_after_move
 
 STOPS = int(os.environ.get("EDGE_ROOFLINE_CTRL_C_STOPS", "2"))
 

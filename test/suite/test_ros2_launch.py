@@ -2,7 +2,7 @@
 its default parameters; a namespace, a streams argument, the string `off` and a Fast DDS profile
 of the user's own; and every `ros2 launch` and `ros2 run` line README.md and docs/ show, run as
 written (each alone on its own ROS domain). A node written for a real Jetson may refuse to start
-on this machine, with one line and exit 2, where the docs' table says so (docs.py); every other
+on this machine, with one line and exit 2, where the docs' table says so (doc_commands.py); every other
 node runs until Ctrl-C and finishes cleanly."""
 
 import re
@@ -15,9 +15,9 @@ import pytest
 from edge_roofline.paths import config_file
 from edge_roofline.suite.env import FASTDDS_PROFILE_NAME, profile_variable
 from test.conftest import REPO
-from test.realtools.conftest import Ros2, ctrl_c, tools_env
-from test.realtools.docs import doc_commands, kind, make_user_files, refusals, words
-from test.realtools.robot import launch_output_ok, robot_params
+from test.suite.conftest import Ros2, ctrl_c, tools_env
+from test.suite.doc_commands import doc_commands, kind, make_user_files, refusals, words
+from test.suite.robot import launch_output_ok, robot_params
 
 LAUNCHED = [(doc, cmd) for doc, cmd in doc_commands() if kind(cmd) in ("launch", "run")]
 CORE = {"power_monitor", "inference", "governor"}

@@ -1,5 +1,5 @@
 """Fixtures of the tests that run what users run: the real `ros2 launch` and `ros2` CLI (wheels
-from shared/ros2-tools, test/realtools/tools.py) and Foxglove's own client libraries from npm
+from shared/ros2-tools, test/suite/ros2_tools.py) and Foxglove's own client libraries from npm
 (Node.js). Each skips, saying why, where its tools are absent; the shared/ folder present but
 failing to install is an error, not a skip."""
 
@@ -17,7 +17,7 @@ import pytest
 
 from test.conftest import REPO, _domain_ids
 from edge_roofline.suite.env import localhost_environment
-from test.realtools.tools import ensure_installed
+from test.suite.ros2_tools import ensure_installed
 
 NODE_CLIENT_SRC = Path(__file__).resolve().parent / "node_client"
 NODE_CLIENT_DIR = REPO / "build" / "node_client"
@@ -132,7 +132,7 @@ def tracebacks(text: str) -> list[str]:
 
 @pytest.fixture(scope="session")
 def node_client():
-    """Run a script of test/realtools/node_client with Node.js, its npm packages (Foxglove's
+    """Run a script of test/suite/node_client with Node.js, its npm packages (Foxglove's
     ws-protocol, rosmsg, rosmsg2-serialization; @mcap/core) installed under build/node_client
     once per package.json. Returns run(script, *args) -> the JSON line it printed."""
     node, npm = shutil.which("node"), shutil.which("npm")

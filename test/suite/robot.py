@@ -16,7 +16,7 @@ import yaml
 from edge_roofline.paths import config_file
 from edge_roofline.virtual.live import LiveVirtualJetson
 from test.nodes.virtual_rig import cap_files
-from test.realtools.conftest import Ros2, ctrl_c, tools_env, tracebacks
+from test.suite.conftest import Ros2, ctrl_c, tools_env, tracebacks
 
 DEVICE = "agx_orin_64gb"
 

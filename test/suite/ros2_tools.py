@@ -5,7 +5,7 @@ upstream source and ``install.sh VENV`` (a user's own clone has no ``shared/``: 
 need them skip, saying so). Found at ``$EDGE_ROOFLINE_ROS2_TOOLS``, else ``../shared/ros2-tools``
 next to the checkout, else next to the main checkout of a git worktree. Installed into the
 test venv (``sys.prefix``) once per version of the wheels: a stamp in the venv records the
-SHA256SUMS it installed. ``make test`` runs ``python -m test.realtools.tools`` first; the
+SHA256SUMS it installed. ``make test`` runs ``python -m test.suite.ros2_tools`` first; the
 session fixture calls the same ``ensure_installed()``.
 """
 

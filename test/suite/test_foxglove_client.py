@@ -35,7 +35,7 @@ from edge_roofline.viz.foxglove_sink import SUBPROTOCOL
 from edge_roofline.virtual.live import LiveVirtualJetson
 from test.conftest import REPO
 from test.nodes.virtual_rig import cap_files
-from test.realtools.conftest import tools_env, tracebacks
+from test.suite.conftest import tools_env, tracebacks
 
 WANTED = {topics.ROOFLINE_REPORT, topics.POWER_TELEMETRY, topics.GOVERNOR_STATE}
 

@@ -15,9 +15,9 @@ from edge_roofline.paths import config_file
 from edge_roofline.suite.env import FASTDDS_PROFILE_NAME, profile_variable
 from edge_roofline.suite.spec import EXTRAS, NODES
 from test.nodes.virtual_rig import cap_files
-from test.realtools.conftest import Ros2, ctrl_c, tools_env, tracebacks
-from test.realtools.docs import doc_commands, kind, make_user_files, words
-from test.realtools.robot import fresh_caps, launch_output_ok, robot_params
+from test.suite.conftest import Ros2, ctrl_c, tools_env, tracebacks
+from test.suite.doc_commands import doc_commands, kind, make_user_files, words
+from test.suite.robot import fresh_caps, launch_output_ok, robot_params
 
 STREAMS = "[{name: segmenter, stats_topic: /inference/stats, target_latency_ms: 20}]"
 SUITE_NODES = {"/power_monitor", "/inference", "/governor", "/synthetic_camera", "/foxglove_bridge"}
