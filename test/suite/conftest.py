@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from test.conftest import REPO, _domain_ids
-from edge_roofline.suite.env import localhost_environment
+from edge_roofline.suite.env import PROFILE_VARIABLES, localhost_environment
 from test.suite.ros2_tools import ensure_installed
 
 NODE_CLIENT_SRC = Path(__file__).resolve().parent / "node_client"
@@ -36,13 +36,16 @@ def ros2_tools():
 
 def tools_env(tmp: Path, domain_id: int | None = None) -> dict:
     """A user's shell with the venv activated: its bin first on PATH (ros2, edge-roofline),
-    loopback-only DDS on a domain of its own, logs under ``tmp``, this checkout's package."""
+    loopback-only DDS on a domain of its own, no Fast DDS profile, logs under ``tmp``, this
+    checkout's package."""
     env = localhost_environment(dict(os.environ), domain_id=domain_id or 1 + next(_domain_ids) % 100)
     env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
     env["ROS_LOG_DIR"] = str(tmp / "ros_log")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PYTHONUNBUFFERED"] = "1"
     env.pop("ROS_LOCALHOST_ONLY", None)
+    for variable in PROFILE_VARIABLES:  # a user's shell sets no Fast DDS profile: the nodes and launch do
+        env.pop(variable, None)
     return env
 
 
