@@ -91,6 +91,15 @@ class Ros2:
             assert spin_until(all_there, timeout_s, procs), f"nodes {sorted(names - graph)} not up in {timeout_s} s"
         return graph
 
+    def wait_for_message(self, topic: str, msg_type, timeout_s: float, procs=()):
+        """The first message on ``topic``, received by an rclpy node of this process."""
+        from test.nodes.rosutil import watcher
+        got = []
+        with watcher(self.env, "test_topic_watcher") as (node, spin_until):
+            node.create_subscription(msg_type, topic, got.append, 10)
+            assert spin_until(lambda: got, timeout_s, procs), f"no message on {topic} in {timeout_s} s"
+        return got[0]
+
     def stop_daemon(self) -> None:
         self.run("daemon", "stop", timeout_s=30)
 

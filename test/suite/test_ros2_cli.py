@@ -71,7 +71,8 @@ def suite(ros2_tools, tmp_path_factory):
     try:
         try:  # generous: CI's 2 cores may be busy
             ros2.wait_for_nodes(SUITE_NODES, 180, [proc])
-            ros2.wait_for(lambda: "serving zoo:tiny_cnn" in log.read_text(), 120, [proc], "inference serving")
+            from edge_roofline.msg import InferenceStats
+            ros2.wait_for_message("/inference/stats", InferenceStats, 120, [proc])  # serving
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{log.read_text()[-5000:]}") from None
         yield running
