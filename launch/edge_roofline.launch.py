@@ -1,12 +1,17 @@
 """ros2 launch edge_roofline edge_roofline.launch.py [params_file:=FILE] [namespace:=NS]
+    [with:=synthetic_camera,console,foxglove_bridge] [record:=FILE.mcap]
     [target_latency_ms:=MS] [governor_mode:=off|advise|active] [governor_streams:=FILE_OR_YAML]
+    [foxglove_port:=PORT]
 
-Starts the nodes of edge_roofline.suite.spec.NODES that the parameter file configures (the same
-list, rule and arguments `edge-roofline up` uses) with one parameter file (default:
-config/virtual_agx_orin.yaml). When the parameters point a node at a virtual Jetson (platform:
-virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson is started first, as `edge-roofline up`
-does. Every process gets the shipped Fast DDS profile (config/fastdds_localhost.xml: shared
-memory big enough for camera frames) unless a Fast DDS profile variable is already set.
+Starts what edge_roofline.suite.spec.suite_plan names (the plan `edge-roofline up` starts too):
+the nodes the parameter file configures (a path or a shipped file's name; default:
+config/virtual_agx_orin.yaml), then the extras
+of `with` (a whole demo on one machine: camera, console, Foxglove server), and with `record` a
+Foxglove bridge that records every topic it forwards to an MCAP file. When the parameters point
+a node at a virtual Jetson (platform: virtual:DEVICE, sysfs_root: DIR), the live virtual Jetson
+is started first, as `edge-roofline up` does. Every process gets the shipped Fast DDS profile
+(config/fastdds_localhost.xml: shared memory big enough for camera frames) unless a Fast DDS
+profile variable is already set.
 """
 
 import os
@@ -19,10 +24,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, argument_overrides, configured_nodes, load_params,
-                                      virtual_devices)
+from edge_roofline.paths import config_file
+from edge_roofline.suite.spec import (ARGUMENTS, PACKAGE, SUITE_ARGUMENTS, argument_overrides, load_params,
+                                      node_parameters, suite_plan, virtual_devices)
 from edge_roofline.suite.env import PROFILE_VARIABLES, default_fastdds_profile
-
 
 def _fastdds_profile():
     env = {name: value for name, value in os.environ.items() if name in PROFILE_VARIABLES}
@@ -37,26 +42,33 @@ def _typed(overrides: dict) -> dict:
 
 
 def _nodes(context):
-    params_file = LaunchConfiguration("params_file").perform(context)
-    namespace = LaunchConfiguration("namespace").perform(context)
-    overrides = argument_overrides({arg: LaunchConfiguration(arg).perform(context) for arg in ARGUMENTS})
-    params = load_params(params_file)
+    value = {name: LaunchConfiguration(name).perform(context) for name in (*SUITE_ARGUMENTS, *ARGUMENTS)}
+    value["params_file"] = str(config_file(value["params_file"]).resolve())  # as up --config: a name in config/ too
+    params = load_params(value["params_file"])
+    plan = suite_plan(params, extras=value["with"], record=value["record"],
+                      overrides=argument_overrides({arg: value[arg] for arg in ARGUMENTS}))
     actions = [ExecuteProcess(cmd=["edge-roofline", "virtual-jetson", "--device", device, "--root", root],
-                              output="screen")
+                              name=f"virtual_jetson_{device}", output="screen")
                for root, device in virtual_devices(params).items()]
-    actions += [Node(package=PACKAGE, executable=spec.executable, name=spec.name, namespace=namespace,
-                     parameters=[params_file, _typed(overrides.get(spec.name, {}))], output="screen")
-                for spec in configured_nodes(params)]
+    # The file as ROS reads it, then its section for the node (which ROS would not apply in a
+    # namespace), then the arguments.
+    actions += [Node(package=PACKAGE, executable=start.spec.executable, name=start.spec.name,
+                     namespace=value["namespace"],
+                     parameters=[value["params_file"],
+                                 _typed(node_parameters(params, start.spec.name, value["namespace"])),
+                                 _typed(start.overrides)],
+                     output="screen")
+                for start in plan]
     return actions
 
 
 def generate_launch_description():
-    share = Path(get_package_share_directory(PACKAGE))
+    default_params = Path(get_package_share_directory(PACKAGE)) / "config" / "virtual_agx_orin.yaml"
+    defaults = {"params_file": str(default_params)}
     return LaunchDescription([
         *_fastdds_profile(),
-        DeclareLaunchArgument("params_file", default_value=str(share / "config" / "virtual_agx_orin.yaml"),
-                              description="ROS 2 parameter file for all nodes (see config/)"),
-        DeclareLaunchArgument("namespace", default_value="", description="namespace for all nodes"),
+        *[DeclareLaunchArgument(name, default_value=defaults.get(name, ""), description=text)
+          for name, text in SUITE_ARGUMENTS.items()],
         *[DeclareLaunchArgument(arg, default_value="", description=f"{help_text} (empty: the parameter file's)")
           for arg, (_, _, _, help_text) in ARGUMENTS.items()],
         OpaqueFunction(function=_nodes),

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.suite.spec import ARGUMENTS
+from edge_roofline.suite.spec import ARGUMENTS, SUITE_ARGUMENTS
 from edge_roofline.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-LAUNCH_ARGUMENTS = {"params_file", "namespace", *ARGUMENTS}
+LAUNCH_ARGUMENTS = {*SUITE_ARGUMENTS, *ARGUMENTS}
+LAUNCH_OPTIONS = {"--show-args", "-s"}
 
 
 def shown_commands(path: Path) -> list[str]:
@@ -66,7 +67,8 @@ def check(cmd: str) -> None:
         assert param in node_parameters(node), f"{node} declares no parameter {param!r}: {cmd!r}"
     elif words[:2] == ["ros2", "launch"]:
         assert words[2:4] == ["edge_roofline", "edge_roofline.launch.py"], cmd
-        unknown = [w.split(":=")[0] for w in words[4:] if w.split(":=")[0] not in LAUNCH_ARGUMENTS]
+        unknown = [w.split(":=")[0] for w in words[4:]
+                   if w.split(":=")[0] not in LAUNCH_ARGUMENTS and w not in LAUNCH_OPTIONS]
         assert not unknown, f"the launch file has no argument {unknown}: {cmd!r}"
     elif words[0] == "make":
         targets = re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.MULTILINE)

@@ -1,8 +1,8 @@
 """edge-roofline demo: the suite on a virtual AGX Orin 64GB (SIMULATION) with the governor
 active: a synthetic camera, inference on a small model with the virtual backend (times and
 power from the virtual board's physics), the power monitor, the governor, a live console
-summary and Foxglove on ws://127.0.0.1:8765. Ctrl-C stops the governor first, which puts back
-the virtual board's original mode and caps.
+summary and Foxglove on ws://127.0.0.1:8765 (``--record FILE``: an MCAP recording too). Ctrl-C
+stops the governor first, which puts back the virtual board's original mode and caps.
 
 ``--host-cpu``: the same suite on this machine's CPU instead (ONNX Runtime, measured CPU roofs,
 no governor: a host CPU has no catalogued operating points).
@@ -56,11 +56,13 @@ def run(args) -> int:
     from edge_roofline.suite.run import run_suite
     from edge_roofline.commands.up import suite_overrides
     extras = ["synthetic_camera", "console"] + ([] if args.no_foxglove else ["foxglove_bridge"])
-    if args.host_cpu:
-        return run_suite(HOST_CPU_CONFIG, extras=extras, duration_s=args.duration)
-    if args.device == DEMO_DEVICE:
-        return run_suite(DEMO_CONFIG, extras=extras, duration_s=args.duration, overrides=suite_overrides(args))
+
+    def start(config: str) -> int:
+        return run_suite(config, extras=extras, record=args.record, duration_s=args.duration,
+                         overrides=suite_overrides(args))
+
+    if args.host_cpu or args.device == DEMO_DEVICE:
+        return start(HOST_CPU_CONFIG if args.host_cpu else DEMO_CONFIG)  # no governor on the host CPU
     import tempfile
     with tempfile.TemporaryDirectory(prefix="edge_roofline_demo_") as directory:
-        return run_suite(device_config(args.device, directory), extras=extras, duration_s=args.duration,
-                         overrides=suite_overrides(args))
+        return start(device_config(args.device, directory))

@@ -1,17 +1,19 @@
-"""edge-roofline up: start the suite's nodes with one parameter file (the same node list and
-files as `ros2 launch edge_roofline edge_roofline.launch.py`), without the ROS launch tools."""
+"""edge-roofline up: start the suite's nodes with one parameter file (the same plan and
+arguments as `ros2 launch edge_roofline edge_roofline.launch.py`), without the ROS launch tools."""
 
 NAME = "up"
 HELP = "start the suite's nodes (as ros2 launch would) and stop them cleanly on Ctrl-C"
-EXTRAS = ("synthetic_camera", "console", "foxglove_bridge")
 
 
 def add_suite_arguments(parser) -> None:
-    """The launch file's arguments (edge_roofline.suite.spec.ARGUMENTS) as options."""
+    """The launch file's arguments (edge_roofline.suite.spec.ARGUMENTS, and record) as options."""
     from edge_roofline.suite.spec import ARGUMENTS
     for arg, (_, _, kind, help_text) in ARGUMENTS.items():
         parser.add_argument(f"--{arg.replace('_', '-')}", dest=arg, type=kind, default=None,
                             help=f"{help_text}; default: the parameter file's")
+    parser.add_argument("--record", default="", metavar="FILE",
+                        help="record every topic the Foxglove bridge forwards to this MCAP file "
+                             "(read it with edge-roofline recording FILE, Foxglove or any MCAP reader)")
 
 
 def suite_overrides(args) -> dict[str, dict]:
@@ -20,10 +22,12 @@ def suite_overrides(args) -> dict[str, dict]:
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.suite.spec import EXTRAS
     parser.add_argument("--config", default="virtual_agx_orin.yaml",
                         help="ROS 2 parameter file (a path, or a name in config/); default: %(default)s")
     parser.add_argument("--with", dest="extras", default="",
-                        help=f"comma-separated extra nodes: {', '.join(EXTRAS)}")
+                        help=f"comma-separated extra nodes: {', '.join(s.name for s in EXTRAS)} "
+                             "(foxglove_bridge: a Foxglove server, not started unless named)")
     parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--log-dir", default="", help="write each node's output here (default: a temp dir)")
     add_suite_arguments(parser)
@@ -31,9 +35,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from edge_roofline.suite.run import run_suite
-    extras = [e for e in args.extras.split(",") if e]
-    unknown = [e for e in extras if e not in EXTRAS]
-    if unknown:
-        raise ValueError(f"unknown extra node(s) {unknown}; choose from {', '.join(EXTRAS)}")
-    return run_suite(args.config, extras=extras, duration_s=args.duration, log_dir=args.log_dir or None,
-                     overrides=suite_overrides(args))
+    from edge_roofline.suite.spec import extra_nodes
+    extras = [spec.name for spec in extra_nodes(args.extras)]  # an unknown name: one line, before anything starts
+    return run_suite(args.config, extras=extras, record=args.record, duration_s=args.duration,
+                     log_dir=args.log_dir or None, overrides=suite_overrides(args))

@@ -32,17 +32,21 @@ def run(args) -> int:
         return 0
     if not args.root:
         raise ValueError("--root DIR is required (where the tree is written)")
+    from edge_roofline.suite.signals import StopSignals, ignore_stop_signals
     from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
+    # Under ros2 launch Ctrl-C arrives twice (terminal and launch): it only asks the loop to end.
+    stop = StopSignals().install()
     jetson = LiveVirtualJetson(args.root, args.device, mode_id=args.mode, seed=args.seed,
                                perturbation=args.perturbation, tick_s=args.tick)
-    set_background_load(args.root, gpu_load=args.gpu_load)
-    jetson.start()
-    print(f"virtual {jetson.device.name} (SIMULATION) live at {args.root}; "
-          f"nvpmodel: {args.root}/usr/bin/nvpmodel; Ctrl-C to stop", flush=True)
-    end = time.monotonic() + args.duration if args.duration > 0 else None
     try:
-        while end is None or time.monotonic() < end:
-            time.sleep(0.2)
+        set_background_load(args.root, gpu_load=args.gpu_load)
+        jetson.start()
+        print(f"virtual {jetson.device.name} (SIMULATION) live at {args.root}; "
+              f"nvpmodel: {args.root}/usr/bin/nvpmodel; Ctrl-C to stop", flush=True)
+        end = time.monotonic() + args.duration if args.duration > 0 else None
+        while not stop.requested and (end is None or time.monotonic() < end):
+            time.sleep(0.05)
     finally:
         jetson.stop()
+        ignore_stop_signals()
     return 0

@@ -1,5 +1,5 @@
 """What every node's boilerplate would otherwise repeat: parameters declared up front with
-descriptors, and a main() that inits, spins and shuts down cleanly."""
+descriptors, and a main() that inits, spins and shuts down cleanly, whatever signals arrive."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from rclpy.exceptions import InvalidParameterTypeException, NameValidationExcept
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 
 from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
+from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals
 
 
 class ParameterTypeError(ValueError):
@@ -37,45 +39,69 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     return {name: node.get_parameter(name).value for name in parameters}
 
 
+def _destroy_half_built(node: Node) -> None:
+    """Only rclpy's part of a node whose __init__ did not finish (if made): its own destroy_node
+    would touch what was never made."""
+    if getattr(node, "handle", None) is not None:
+        try:
+            Node.destroy_node(node)
+        except AttributeError:  # rclpy's own __init__ was cut short (a signal): the context's shutdown frees it
+            pass
+
+
 def run_node(node_class: type[Node], argv: list[str] | None) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
     start (bad parameters, unloadable model) prints one line, ``NODE: cannot start: why``, and
-    exits 2; a bug keeps its traceback. ``destroy_node`` runs on every way out of a built node,
-    an exception in a callback included, and never on a half-built one. Bad input is the
-    package's own errors (edge_roofline.suite.errors) and rclpy's parameter and name errors. The
-    shipped Fast DDS profile applies unless the user set one (`ros2 run` and launch included)."""
+    exits 2; a bug keeps its traceback. Ctrl-C or SIGTERM while it starts ends it with 0 and one
+    line. ``destroy_node`` runs on every way out of a built node, an exception in a callback
+    included, and never on a half-built one. Signals (edge_roofline.suite.signals) never
+    interrupt it, and rclpy's own handlers are not installed: they shut the context down at
+    once, and the teardown's log lines (the governor's "restored ...") would find rosout gone.
+    Bad input is the package's own errors (edge_roofline.suite.errors) and rclpy's parameter and
+    name errors. The shipped Fast DDS profile applies unless the user set one (`ros2 run` and
+    launch included)."""
+    stop = StopSignals(interrupt_start=True).install()
+    try:
+        return _run(node_class, argv, stop)
+    finally:
+        ignore_stop_signals()  # the process is ending: nothing may kill it while Python finalises
+
+
+def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> int:
     executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
     default_fastdds_profile()
-    try:
-        rclpy.init(args=argv)
-    except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)
-        print(f"{executable}: cannot start: {one_line(exc)}", file=sys.stderr)
-        return 2
     node = node_class.__new__(node_class)
     try:
-        node.__init__()
-    except Exception as exc:
-        # Half built: its own destroy_node would touch what was never made, and the context
-        # would call it at shutdown. Only rclpy's part (if made) is destroyed.
-        built = getattr(node, "handle", None) is not None
-        name = node.get_name() if built else executable
-        if built:
-            Node.destroy_node(node)
+        try:
+            rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+        except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)
+            print(f"{executable}: cannot start: {one_line(exc)}", file=sys.stderr)
+            return 2
+        try:
+            node.__init__()
+        except Exception as exc:
+            name = node.get_name() if getattr(node, "handle", None) is not None else executable
+            _destroy_half_built(node)
+            rclpy.try_shutdown()
+            if not (is_user_error(exc) or isinstance(exc, (ParameterException, NameValidationException))):
+                raise
+            print(f"{name}: cannot start: {one_line(exc)}", file=sys.stderr)
+            return 2
+        stop.started()
+    except StartInterrupted as exc:
+        _destroy_half_built(node)
         rclpy.try_shutdown()
-        if not (is_user_error(exc) or isinstance(exc, (ParameterException, NameValidationException))):
-            raise
-        print(f"{name}: cannot start: {one_line(exc)}", file=sys.stderr)
-        return 2
+        print(f"{executable}: stopped by {exc} while starting", file=sys.stderr)
+        return 0
+    executor = rclpy.get_global_executor()
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+        executor.add_node(node)
+        while not stop.requested and node.context.ok():  # a signal is seen within one timeout
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
         pass
-    except RuntimeError:
-        # SIGTERM shuts the context down; an executor building its wait set at that instant
-        # raises RCLError instead of ExternalShutdownException. Only then is it not an error.
-        if node.context.ok():
-            raise
     finally:
+        executor.remove_node(node)
         node.destroy_node()
         rclpy.try_shutdown()
     return getattr(node, "exit_code", 0)  # a node whose teardown failed its duty says so (governor)

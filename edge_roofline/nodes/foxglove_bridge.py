@@ -12,7 +12,7 @@ from rclpy.node import Node
 from edge_roofline.ros import topics
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros.schema import message_class
-from edge_roofline.viz.foxglove_sink import FoxgloveSink
+from edge_roofline.viz.foxglove_sink import FoxgloveSink, describe_server
 
 PARAMETERS = {
     "serve": (True, "run the Foxglove WebSocket server"),
@@ -40,8 +40,8 @@ class FoxgloveBridge(Node):
             self.sink.channel(resolved, type_name)
             self.create_subscription(message_class(type_name), topic, self._forwarder(resolved, type_name), 10,
                                      raw=True)
-        where = f"ws://{p['host']}:{self.sink.port}" if p["serve"] else "no server"
-        self.get_logger().info(f"Foxglove: {where}; recording: {p['mcap_path'] or 'off'}")
+        where = describe_server(p["host"], self.sink.port) if p["serve"] else "no Foxglove server"
+        self.get_logger().info(f"{where}; recording: {p['mcap_path'] or 'off'}")
 
     def _forwarder(self, topic: str, type_name: str):
         def forward(cdr: bytes) -> None:
@@ -50,6 +50,9 @@ class FoxgloveBridge(Node):
 
     def destroy_node(self) -> None:
         self.sink.close()  # finalises the MCAP file
+        summary = self.sink.recording_summary()
+        if summary is not None:
+            (self.get_logger().info if self.sink.logged else self.get_logger().warning)(summary)
         super().destroy_node()
 
 

@@ -1,6 +1,7 @@
 """What the suite starts: the single source of truth shared by
-``launch/edge_roofline.launch.py`` (``ros2 launch``) and ``edge-roofline up`` (machines without
-the ROS launch tools).
+``launch/edge_roofline.launch.py`` (``ros2 launch``) and ``edge-roofline up``/``demo`` (the same
+processes without the ROS launch tools): the nodes a parameter file configures, the extras
+(camera, console, Foxglove), a recording, and the arguments that override parameters.
 
 Pure Python and ROS-free, so tests can check the node list against the executables and each
 node's declared parameters.
@@ -32,6 +33,26 @@ NODES = (
     NodeSpec("governor", "governor"),
 )
 
+# What ``with:=a,b`` (ros2 launch) and ``--with a,b`` (up) add, for a whole demo on one machine:
+# a test-pattern camera, the terminal summary, the Foxglove server. Their parameters come from
+# the same file (a section named as the node), else the nodes' defaults.
+EXTRAS = (
+    NodeSpec("synthetic_camera", "synthetic_camera"),
+    NodeSpec("console", "console"),
+    NodeSpec("foxglove_bridge", "foxglove_bridge"),
+)
+BRIDGE = "foxglove_bridge"
+
+# The launch file's arguments besides ARGUMENTS (up: --config, --with, --record; the namespace
+# is launch's alone).
+SUITE_ARGUMENTS = {
+    "params_file": "ROS 2 parameter file for all nodes: a path, or the name of a shipped one (config/)",
+    "namespace": "namespace for all nodes",
+    "with": "comma-separated extra nodes: synthetic_camera, console, foxglove_bridge (as edge-roofline up --with)",
+    "record": "record every topic the Foxglove bridge forwards to this MCAP file (adds a bridge that only "
+              "records when with has none)",
+}
+
 # Launch arguments (``name:=value`` for ros2 launch, ``--name`` for edge-roofline up) that
 # override one node parameter each (node, parameter, type, help); empty: the file's value.
 ARGUMENTS = {
@@ -39,7 +60,44 @@ ARGUMENTS = {
     "governor_mode": ("governor", "mode", str, "governor mode: off | advise | active"),
     "governor_streams": ("governor", "streams", str,
                          "governor streams: a YAML file, or a YAML list [{name: det, target_latency_ms: 30}, ...]"),
+    "foxglove_port": (BRIDGE, "port", int, "Foxglove WebSocket port of the foxglove_bridge node (0: any free port)"),
 }
+
+
+@dataclass(frozen=True)
+class Start:
+    """One node to start: what, and the parameters that override the file's."""
+    spec: NodeSpec
+    overrides: dict
+
+
+def extra_nodes(names: str | list[str] | tuple[str, ...]) -> tuple[NodeSpec, ...]:
+    """The EXTRAS named (``"a,b"`` or a list), in the order given; one line for an unknown one."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",")]
+    known = {spec.name: spec for spec in EXTRAS}
+    unknown = [n for n in names if n and n not in known]
+    if unknown:
+        raise ValueError(f"unknown extra node(s) {unknown}; choose from {', '.join(known)}")
+    return tuple(dict.fromkeys(known[n] for n in names if n))
+
+
+def suite_plan(params: dict[str, dict], *, extras=(), record: str | Path = "",
+               overrides: dict[str, dict] | None = None) -> list[Start]:
+    """Every node to start, in start order (stopped in reverse): the configured NODES, then the
+    extras (``extra_nodes``). ``record``: an MCAP file the Foxglove bridge writes every topic it
+    forwards to; without the bridge among the extras, one that only records is added (a second
+    server would find the port taken). The one plan of ``ros2 launch`` and ``edge-roofline up``."""
+    overrides = overrides or {}
+    nodes = configured_nodes(params) + extra_nodes(extras)
+    plan = [Start(spec, dict(overrides.get(spec.name, {}))) for spec in nodes]
+    if record:
+        bridge = next((s for s in plan if s.spec.name == BRIDGE), None)
+        if bridge is None:
+            bridge = Start(next(s for s in EXTRAS if s.name == BRIDGE), {**overrides.get(BRIDGE, {}), "serve": False})
+            plan.append(bridge)
+        bridge.overrides["mcap_path"] = str(Path(record).expanduser().resolve())
+    return plan
 
 
 def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
@@ -82,6 +140,15 @@ def load_params(path: str | Path) -> dict[str, dict]:
         params[str(node).lstrip("/")] = node_params
     check_parameter_file(path, params)
     return params
+
+
+def node_parameters(params: dict[str, dict], name: str, namespace: str = "") -> dict:
+    """What a parameter file sets for node ``name`` started in ``namespace``: its ``/**``
+    section, its own, and one under the namespace's name. ROS itself matches a plain ``name:``
+    section only to a node outside any namespace, so ``namespace:=robot1`` would otherwise start
+    every node on its defaults."""
+    qualified = f"{namespace.strip('/')}/{name}".strip("/")
+    return {**params.get("**", {}), **params.get(name, {}), **params.get(qualified, {})}
 
 
 def configured_nodes(params: dict[str, dict]) -> tuple[NodeSpec, ...]:

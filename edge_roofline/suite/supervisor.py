@@ -21,7 +21,7 @@ class Managed:
 
 
 def node_command(executable: str, node_name: str, params_file: str | None, overrides: dict) -> list[str]:
-    cmd = [sys.executable, "-m", f"edge_roofline.nodes.{executable}", "--ros-args", "-r", f"__node:={node_name}"]
+    cmd = [sys.executable, "-m", "edge_roofline.nodes.entry", executable, "--ros-args", "-r", f"__node:={node_name}"]
     if params_file:
         cmd += ["--params-file", str(params_file)]
     for key, value in overrides.items():
@@ -92,17 +92,6 @@ class Supervisor:
         if child.log_path is None or not child.log_path.exists():
             return ""
         return "\n".join(child.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def install_stop_flag() -> list[bool]:
-    """SIGINT/SIGTERM set a flag instead of raising, so shutdown runs in order."""
-    flag = [False]
-
-    def handler(signum, frame):
-        flag[0] = True
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    return flag
 
 
 def env_with_repo(env: dict[str, str]) -> dict[str, str]:

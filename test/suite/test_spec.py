@@ -1,7 +1,6 @@
 """The launch file, `edge-roofline up` and the shipped parameter files agree: every node they
 start is an installed executable, and every parameter a file sets is declared by that node.
-(The ROS launch tools are not installable from PyPI, so the launch file is checked by parsing
-it, not by running `ros2 launch`.)"""
+(test/suite runs the launch file with the real `ros2 launch`; these need no ROS tools.)"""
 
 import ast
 import importlib
@@ -10,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edge_roofline.commands.up import EXTRAS
-from edge_roofline.suite.spec import (ARGUMENTS, NODES, argument_overrides, configured_nodes, load_params,
-                                      virtual_devices)
+from edge_roofline.suite.spec import (ARGUMENTS, BRIDGE, EXTRAS, NODES, argument_overrides, configured_nodes,
+                                      extra_nodes, load_params, suite_plan, virtual_devices)
 
 REPO = Path(__file__).resolve().parents[2]
 PARAM_FILES = sorted(p for p in (REPO / "config").glob("*.yaml"))
@@ -27,14 +25,14 @@ def test_launch_file_starts_the_spec_node_list():
     tree = ast.parse((REPO / "launch" / "edge_roofline.launch.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                 and node.module == "edge_roofline.suite.spec" for alias in node.names}
-    assert "configured_nodes" in imported, "the launch file must take its node list from edge_roofline.suite.spec"
+    assert "suite_plan" in imported, "the launch file must take its node list from edge_roofline.suite.spec"
     assert "argument_overrides" in imported and "ARGUMENTS" in imported, "launch arguments come from the spec too"
     assert any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Node" for n in ast.walk(tree))
     default = next(n for n in ast.walk(tree) if isinstance(n, ast.Constant) and str(n.value).endswith(".yaml"))
     assert (REPO / "config" / default.value).is_file(), f"launch default {default.value} is not shipped"
 
 
-@pytest.mark.parametrize("spec", NODES + tuple(type(NODES[0])(e, e) for e in EXTRAS), ids=lambda s: s.executable)
+@pytest.mark.parametrize("spec", NODES + EXTRAS, ids=lambda s: s.executable)
 def test_every_started_node_is_an_installed_executable(spec):
     assert spec.executable in CMAKE_EXECUTABLES
     assert callable(importlib.import_module(f"edge_roofline.nodes.{spec.executable}").main)
@@ -43,7 +41,7 @@ def test_every_started_node_is_an_installed_executable(spec):
 @pytest.mark.parametrize("path", PARAM_FILES, ids=lambda p: p.name)
 def test_parameter_files_set_only_declared_parameters(path):
     params = load_params(path)
-    known = {spec.name: spec.executable for spec in NODES} | {e: e for e in EXTRAS}
+    known = {spec.name: spec.executable for spec in NODES + EXTRAS}
     for node, values in params.items():
         assert node in known, f"{path.name}: unknown node {node!r}"
         undeclared = set(values) - declared_parameters(known[node])
@@ -71,7 +69,7 @@ def test_launch_arguments_become_typed_overrides():
     with pytest.raises(ValueError, match="target_latency_ms: expected a float"):
         argument_overrides({"target_latency_ms": "fast"})
     for node, param, _, _ in ARGUMENTS.values():
-        executable = next(s.executable for s in NODES if s.name == node)
+        executable = next(s.executable for s in NODES + EXTRAS if s.name == node)
         assert param in declared_parameters(executable)
 
 
@@ -94,3 +92,23 @@ def test_governor_is_configured_consistently(name):
     assert gov["platform"] == inf["platform"] and gov["sysfs_root"] == inf["sysfs_root"]
     expected = "active" if gov["platform"].startswith("virtual:") else "advise"
     assert gov["mode"] == expected, f"{name}: governor mode {gov['mode']}, expected {expected}"
+
+
+def test_the_plan_adds_extras_and_a_recording(tmp_path):
+    params = load_params(REPO / "config" / "agx_orin.yaml")  # a robot's file: no camera, console or bridge
+    names = [start.spec.name for start in suite_plan(params)]
+    assert names == ["power_monitor", "inference", "governor"]
+    plan = suite_plan(params, extras="synthetic_camera,foxglove_bridge", overrides={BRIDGE: {"port": 0}})
+    assert [s.spec.name for s in plan] == names + ["synthetic_camera", BRIDGE]
+    assert plan[-1].overrides == {"port": 0}
+    # Recording beside a server: the same bridge does both (a second one would find the port taken).
+    plan = suite_plan(params, extras=["foxglove_bridge"], record=tmp_path / "run.mcap")
+    assert [s.spec.name for s in plan].count(BRIDGE) == 1
+    assert plan[-1].overrides == {"mcap_path": str(tmp_path / "run.mcap")}
+    # Recording alone: a bridge that serves nothing; a relative path is the caller's directory's.
+    plan = suite_plan(params, record="run.mcap")
+    assert plan[-1].spec.name == BRIDGE and plan[-1].overrides == {"serve": False,
+                                                                   "mcap_path": str(Path.cwd() / "run.mcap")}
+    with pytest.raises(ValueError, match=r"unknown extra node\(s\) \['camera'\]; choose from synthetic_camera"):
+        extra_nodes("camera,console")
+    assert extra_nodes("") == () and [s.name for s in extra_nodes("console, console")] == ["console"]

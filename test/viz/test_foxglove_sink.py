@@ -34,3 +34,36 @@ def test_mcap_roundtrip_with_embedded_schema(tmp_path):
     assert got_power.total_power_w == 21.5 and got_power.rails[0].name == "VDD_GPU_SOC"
     assert list(got_power.cpu_freq_hz) == [2.2016e9] * 12
     assert math.isclose(got_power.temperatures_c[0], 51.5)
+
+
+def test_a_taken_port_is_one_line_naming_the_ways_out(tmp_path):
+    import socket
+
+    import pytest
+
+    from edge_roofline.suite.errors import is_user_error
+    from edge_roofline.viz.foxglove_sink import FoxgloveServerError
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(FoxgloveServerError) as caught:
+            FoxgloveSink(port=port, mcap_path=tmp_path / "never.mcap")
+    message = str(caught.value)
+    assert f"Foxglove port {port} on 127.0.0.1 is in use" in message and "\n" not in message
+    assert "-p port:=0" in message and "serve:=false" in message and "--no-foxglove" in message
+    assert is_user_error(caught.value)  # a node prints it as its one "cannot start" line, exit 2
+
+
+def test_a_recording_says_what_it_holds_and_when_it_is_nothing(tmp_path):
+    empty = FoxgloveSink(serve=False, mcap_path=tmp_path / "empty.mcap")
+    empty.channel("/power/telemetry", "edge_roofline/msg/PowerTelemetry")
+    empty.close()
+    assert empty.recording_summary().startswith(f"recorded NOTHING to {tmp_path / 'empty.mcap'}: no message arrived")
+    full = FoxgloveSink(serve=False, mcap_path=tmp_path / "full.mcap")
+    full.channel("/inference/stats", "edge_roofline/msg/InferenceStats")
+    for stamp in (1, 2):
+        full.log("/power/telemetry", "edge_roofline/msg/PowerTelemetry", serialize_message(PowerTelemetry()), stamp)
+    full.close()
+    assert full.recording_summary() == f"recorded 2 messages on 1 of 2 topics to {tmp_path / 'full.mcap'}"
+    assert FoxgloveSink(serve=True, port=0).recording_summary() is None

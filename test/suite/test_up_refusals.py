@@ -1,0 +1,72 @@
+"""`edge-roofline up` and `demo` refuse what cannot work before starting anything: one line,
+exit 2, no node and no virtual Jetson left behind."""
+
+import socket
+import subprocess
+import sys
+
+from test.conftest import REPO
+
+
+def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edge_roofline.cli", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_taken_foxglove_port_names_the_ways_out(ros_env):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli("demo", "--duration", "30", "--foxglove-port", str(port), env=ros_env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and "Traceback" not in done.stderr, done.stderr
+    assert line.startswith(f"edge-roofline demo: error: Foxglove port {port} on 127.0.0.1 is in use"), line
+    assert "--no-foxglove" in line and "--foxglove-port" in line and "port" in line, line
+    assert "started" not in done.stdout and "virtual Jetson" not in done.stdout, done.stdout
+
+
+def test_an_unknown_extra_is_one_line(ros_env):
+    done = run_cli("up", "--with", "camera", "--duration", "1", env=ros_env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == ("edge-roofline up: error: unknown extra node(s) ['camera']; "
+                                   "choose from synthetic_camera, console, foxglove_bridge"), done.stderr
+
+
+def test_a_parameter_file_that_configures_no_node_is_refused(ros_env, tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n")
+    done = run_cli("up", "--config", str(empty), "--duration", "1", env=ros_env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert done.stderr.strip().startswith(f"edge-roofline up: error: parameter file {empty} configures none of "
+                                          "the suite's nodes (power_monitor, inference, governor)"), done.stderr
+    assert "started" not in done.stdout
+
+
+def test_a_second_bridge_on_a_taken_port_is_one_line(ros_env):
+    """As a second bridge beside a running demo: one line naming the port parameter, recording
+    only (serve:=false) and --no-foxglove; exit 2."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "edge_roofline.nodes.entry", "foxglove_bridge", "--ros-args",
+                               "-p", f"port:={port}", "-p", "mcap_path:=/tmp/never.mcap"], cwd=REPO, env=ros_env,
+                              capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        f"foxglove_bridge: cannot start: Foxglove port {port} on 127.0.0.1 is in use"), done.stderr
+    assert "-p port:=0" in lines[0] and "-p serve:=false" in lines[0] and "--no-foxglove" in lines[0]
+
+
+def test_up_without_a_bridge_says_how_to_get_one(ros_env, tmp_path):
+    """`up` starts no Foxglove server unless asked (a robot may run its own foxglove_bridge on
+    8765), and says how to ask."""
+    cfg = tmp_path / "cpu.yaml"
+    cfg.write_text("power_monitor:\n  ros__parameters:\n    platform: cpu\n")
+    done = run_cli("up", "--config", str(cfg), "--duration", "3", env=ros_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Foxglove: no server (add --with foxglove_bridge; ros2 launch: with:=foxglove_bridge)" in done.stdout
+    assert "stopped: power_monitor=0" in done.stdout, done.stdout
