@@ -24,7 +24,8 @@ RELATIVE_FILES = {"other.onnx": "mobilenetv2"}
 # (exit 2) and the rest must run. {regex on the command: {node: why}}
 ONLY_ON_A_JETSON = {
     r"^ros2 run edge_roofline governor$": {"governor": "default platform: a real Jetson"},
-    r"params_file:=config/agx_orin\.yaml": {"inference": "backend tensorrt", "governor": "platform jetson"},
+    r"params_file:=(src/edge_roofline/)?config/agx_(orin|thor)\.yaml": {"inference": "backend tensorrt",
+                                                                        "governor": "platform jetson"},
 }
 
 LONG_RUNNING = (("launch",), ("run",), ("topic", "echo"), ("topic", "hz"), ("topic", "bw"))

@@ -80,6 +80,8 @@ def test_documented_launch_or_run_line_runs_as_written(ros2, doc, cmd):
     make_user_files(ros2.cwd / "models", ros2.cwd)
     robot_params(ros2.cwd / "my_robot.yaml", ros2.cwd / "board")  # the README's my_robot.yaml, on a virtual board
     (ros2.cwd / "config").symlink_to(REPO / "config")  # lines that name config/... run from a clone's root
+    (ros2.cwd / "src").mkdir()
+    (ros2.cwd / "src" / "edge_roofline").symlink_to(REPO)  # ... and src/edge_roofline/... from a colcon workspace's
     argv = words(cmd, ros2.cwd / "models")
     log = ros2.cwd / "out.log"
     refused = refusals(cmd)
