@@ -193,6 +193,9 @@ class TensorRTBackend(InferenceBackend):
         info = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
         return parse_layer_information(info, self.onnx_nodes, self.precision)
 
+    def execution_target(self) -> tuple[str | None, str]:
+        return None, "gpu" if self.dla_core is None else "dla"
+
     # ---- execution --------------------------------------------------------------------
     def _execute(self, feeds: Mapping[str, np.ndarray], synchronous: bool = False) -> float:
         """Copy in, execute, copy out; ``synchronous`` uses execute_v2 (for the profiler)."""
