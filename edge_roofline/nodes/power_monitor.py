@@ -63,7 +63,11 @@ class PowerMonitor(Node):
                                f"{self.sampler.rate_hz:.1f} Hz ({self.sampler.rate_reason})")
 
     def publish_telemetry(self) -> None:
-        window = self.sampler.take_window()
+        # A tick right after a late one (the timer catching up) finds no reading yet: skipped,
+        # not published as a NaN window (telemetry/sampler.py).
+        window = self.sampler.take_window(defer_empty=True)
+        if window is None:
+            return
         self._last_window = window
         now = self.get_clock().now()
         msg = convert.power_telemetry_msg(window, now.to_msg(), self.identity.model, self._current_point())

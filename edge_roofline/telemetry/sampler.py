@@ -6,6 +6,15 @@ every ``update_interval`` ms; reading faster returns the same value), capped at 
 with the trapezoidal rule (jtop's 0.5 s exponential average is not an energy integral).
 Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
+
+A window the publisher takes always holds a reading where the sensor works. A ROS timer that ran
+late fires again at once to catch up, and a process held up for a moment (another process
+starting on a loaded machine) finds its sampler thread held up too; at the sensor's 13 ms such a
+window held no reading and came out ``avg=nan rate=0.0``, which sent the governor to its
+fallback (issue 23: twice in 50 s). So a window without a reading that is younger than the
+sensor's quiet limit stays open (the publisher skips that tick; the next window covers its
+time), and an older one gets a reading taken there and then; only a reading that fails leaves a
+window empty, and its error says why.
 """
 
 from __future__ import annotations
@@ -84,12 +93,16 @@ class PowerSampler:
             self.rate_reason = f"{rate_hz:.0f} Hz cap (the sensor updates every {interval_s * 1e3:.1f} ms)"
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
+        # The longest a working sensor stays without a new reading here: three of its periods
+        # (a loaded machine delays the sampler thread), and never under 50 ms.
+        self.quiet_limit_s = max(3 * self.period_s, 0.05)
         self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
         self._last_full: TelemetrySample | None = None
         self._last_full_s = -math.inf  # on this sampler's clock
         self.clock = clock or Clock()
         self._integrator = EnergyIntegrator()
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()  # the platform's readers are not shared between threads
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._reset_window(self.clock.now_s())
@@ -110,7 +123,8 @@ class PowerSampler:
         now_s = self.clock.now_s()
         full = now_s - self._last_full_s >= self.full_period_s  # -inf until the first full sample
         try:
-            sample = self.platform.sample() if full else self.platform.sample_power()
+            with self._read_lock:
+                sample = self.platform.sample() if full else self.platform.sample_power()
         except (PlatformError, OSError, ValueError) as exc:
             with self._lock:
                 self._window_errors += 1
@@ -138,7 +152,18 @@ class PowerSampler:
         return replace(full, timestamp_s=power.timestamp_s, rails=tuple(rails.values()),
                        total_power_w=power.total_power_w, source=power.source, missing_rails=power.missing_rails)
 
-    def take_window(self) -> TelemetryWindow:
+    def take_window(self, defer_empty: bool = False) -> TelemetryWindow | None:
+        """Everything measured since the last window. With ``defer_empty``, a window that holds
+        no reading yet (no sample, no error) stays open while younger than ``quiet_limit_s``
+        (None: the next call's window covers its time), and gets a reading taken now when older."""
+        if defer_empty:
+            with self._lock:
+                empty = not (self._window_samples or self._window_errors)
+                young = self.clock.now_s() - self._window_start_s < self.quiet_limit_s
+            if empty and young:
+                return None
+            if empty:
+                self.sample_once()
         now_s = self.clock.now_s()
         with self._lock:
             duration_s = now_s - self._window_start_s

@@ -176,3 +176,42 @@ def test_power_at_the_full_rate_clocks_and_temperatures_at_the_slow_rate():
     latest = sampler.take_window().latest
     assert latest.total_power_w == pytest.approx(10.0 + 0.995)
     assert latest.temperatures_c["gpu-thermal"] == pytest.approx(50.0 + 0.9)
+
+
+def test_a_tick_right_after_a_late_one_does_not_close_an_empty_window():
+    """The NaN glitch (issue 23): a ROS timer that ran late fires again at once; the sensor had
+    no new reading in those few ms. The window stays open instead of coming out NaN."""
+    clock = SimClock()
+    sampler = PowerSampler(ScriptedPlatform(clock, power_w=lambda t: 10.0, update_interval_s=0.013), clock=clock)
+    sampler.sample_once()
+    clock.advance(0.013)
+    sampler.sample_once()
+    clock.advance(0.040)  # the tick ran late ...
+    late = sampler.take_window(defer_empty=True)
+    assert late.samples == 2 and late.average_power_w == pytest.approx(10.0)
+    clock.advance(0.003)  # ... and the catch-up tick comes 3 ms after it, before any reading
+    assert sampler.take_window(defer_empty=True) is None
+    clock.advance(0.010)
+    sampler.sample_once()
+    clock.advance(0.037)
+    window = sampler.take_window(defer_empty=True)  # covers the skipped tick's time too
+    assert window.samples == 1 and window.duration_s == pytest.approx(0.050)
+    assert window.average_power_w == pytest.approx(10.0) and window.sample_rate_hz > 0
+
+
+def test_a_window_held_up_past_the_quiet_limit_gets_a_reading_or_says_why_not():
+    """The sampler thread was held up with its process: the window is read now, not published
+    empty; a sensor that then fails leaves it empty, with the reason."""
+    clock = SimClock()
+    power = {"w": 10.0}
+    sampler = PowerSampler(ScriptedPlatform(clock, power_w=lambda t: power["w"], update_interval_s=0.013),
+                           clock=clock)
+    sampler.sample_once()
+    sampler.take_window(defer_empty=True)
+    clock.advance(sampler.quiet_limit_s + 0.001)
+    held_up = sampler.take_window(defer_empty=True)
+    assert held_up.samples == 1 and held_up.average_power_w == pytest.approx(10.0)
+    sampler.platform.fail_every = 1  # now every read fails
+    clock.advance(sampler.quiet_limit_s + 0.001)
+    failed = sampler.take_window(defer_empty=True)
+    assert failed.samples == 0 and math.isnan(failed.average_power_w) and "No such file" in failed.last_error

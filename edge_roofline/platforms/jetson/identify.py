@@ -77,7 +77,7 @@ def identify(root: str | Path = "/") -> Identification:
     if raw_compatible is None and raw_model is None:
         raise PlatformInitError(
             f"not a Jetson: no {under(root, '/proc/device-tree')}/compatible or model; "
-            "use the NVML or CPU platform on this machine (edge-roofline --platform nvml|cpu)")
+            "use the NVML or CPU platform on this machine (a node's -p platform:=nvml or -p platform:=cpu)")
     compatible = tuple(s for s in (raw_compatible or b"").decode(errors="replace").split("\x00") if s)
     model = (raw_model or b"").decode(errors="replace").rstrip("\x00").strip()
     if not any(s.startswith("nvidia,tegra") for s in compatible):

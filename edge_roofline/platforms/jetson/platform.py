@@ -9,10 +9,10 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (ApplyError, DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
                                           PlatformError, RebootRequiredError, TelemetrySample)
-from edge_roofline.platforms.grid import caps_grid, preset_envelope
+from edge_roofline.platforms.grid import caps_grid, caps_point_name, preset_envelope
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
-from edge_roofline.platforms.jetson.files import read_int, read_text, under
+from edge_roofline.platforms.jetson.files import read_hz, read_int, read_text, under
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
 from edge_roofline.platforms.jetson import nvpmodel
@@ -112,24 +112,38 @@ class JetsonPlatform(Platform):
 
     def _live_point(self) -> OperatingPoint:
         """The point in force as the files show it: the plain preset when its caps are the
-        preset's own, else the preset with the caps someone set (so a governor that found custom
-        caps records, and puts back, exactly those)."""
+        preset's own, else the preset with the caps someone set, named as the caps grid names it
+        (so a governor that found custom caps records, and puts back, exactly those, and a point
+        the governor set reads back under the governor's name). A lean read: the online flags,
+        one core's cpufreq cap, the GPU's devfreq cap and the EMC cap (docs/platforms.md)."""
         plain = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
         d = self.device
-        online = [s for s in (cpu.read_core(self.root, c) for c in self._cores) if s.online]
-        cpu_max = online[0].max_freq_hz if online else None
-        gpu_max = gpu.read_gpu(self._gpu).max_freq_hz if self._gpu else None
+        online_files, max_files = self._point_files()
+        online = [c for c in self._cores if online_files[c] is None or read_int(online_files[c]) in (None, 1)]
+        cpu_max = read_hz(max_files[online[0]], _KHZ) if online else None
+        gpu_max = read_hz(self._gpu.devfreq_dir / "max_freq") if self._gpu else None
         emc_file = self._emc_cap_file()
         emc_cap = read_int(emc_file) if emc_file else None
         live = plain.with_caps(cpu_online_cores=len(online) or None, cpu_max_freq_hz=cpu_max,
                                gpu_max_freq_hz=gpu_max, emc_max_freq_hz=float(emc_cap) if emc_cap else None)
-        if resolved_caps(d, self._preset, live) == resolved_caps(d, self._preset, plain):
+        resolved = resolved_caps(d, self._preset, live)
+        if resolved == resolved_caps(d, self._preset, plain):
             return plain
         try:
             validate_point(d, self._preset, live)
         except OperatingPointError:  # caps outside the tables: nothing we could put back exactly
             return plain
-        return live.with_caps(name=f"{self._preset.name} (custom caps)")
+        return live.with_caps(name=caps_point_name(self._preset, resolved.cpu_online_cores, resolved.cpu_max_freq_hz,
+                                                   resolved.gpu_max_freq_hz, resolved.emc_max_freq_hz))
+
+    def _point_files(self) -> tuple[dict, dict]:
+        """Each core's online flag (None: cpu0 has none) and cpufreq cap, as paths built once:
+        building them costs more than reading them."""
+        if not hasattr(self, "_point_paths"):
+            dirs = {c: cpu.core_dir(self.root, c) for c in self._cores}
+            self._point_paths = ({c: d / "online" if (d / "online").exists() else None for c, d in dirs.items()},
+                                 {c: d / "cpufreq/scaling_max_freq" for c, d in dirs.items()})
+        return self._point_paths
 
     # -- cap files ---------------------------------------------------------------------------
     def _cap_files(self) -> list[Path]:
@@ -178,6 +192,15 @@ class JetsonPlatform(Platform):
         return reachable_points(self.device, self._preset)
 
     def current_operating_point(self) -> OperatingPoint:
+        """The point in force, read from the board at every call (nvpmodel's status file, the cap
+        files): another process (the governor, nvpmodel by hand) may have moved it since. The
+        point this platform applied keeps its name while the board still shows its caps."""
+        self._follow_mode()
+        live = self._live_point()
+        applied_mode = self._preset.mode_id if self._point.nvpmodel_id is None else self._point.nvpmodel_id
+        if applied_mode != self._preset.mode_id or \
+                resolved_caps(self.device, self._preset, live) != resolved_caps(self.device, self._preset, self._point):
+            self._point = live
         return self._point
 
     def _validate(self, point: OperatingPoint) -> Preset:
