@@ -5,6 +5,7 @@ the per-layer roofline of the last report. Decoding uses only the schemas in the
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,8 +79,11 @@ def read_recording(path: str | Path) -> RecordingSummary:
                     reports.append(decoded)
     except FileNotFoundError as exc:
         raise RecordingError(f"recording {path} not found") from exc
-    except (McapError, ValueError, OSError) as exc:
-        raise RecordingError(f"{path} is not a readable MCAP recording: {exc}") from exc
+    except (McapError, ValueError, OSError, struct.error, EOFError, KeyError, IndexError) as exc:
+        # mcap reports a damaged file with its own errors, or struct's and Python's
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise RecordingError(f"{path} is not a readable MCAP recording ({why}); "
+                             f"record one with foxglove_bridge mcap_path:=FILE") from exc
     times = [t for t, _ in stats] + [t for t, _ in power]
     if not times:
         raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
