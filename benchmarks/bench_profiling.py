@@ -70,7 +70,8 @@ def main() -> int:
           f"{100 * args.budget:g}% of wall time: a report every {interval_s:.2f} s"
           f"{' (the budget spaces them)' if interval_s > trigger_s else ''}; the serving thread spends "
           f"{100 * extra_med / interval_s:.3f}% of wall time profiling, plus background CPU "
-          f"{100 * prep_med / interval_s:.3f}%; shortest spacing the budget allows {(extra_med + prep_med) / args.budget:.2f} s")
+          f"{100 * prep_med / interval_s:.3f}%; shortest spacing the budget allows "
+          f"{(extra_med + prep_med) / args.budget:.2f} s")
     return 0
 
 

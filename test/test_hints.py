@@ -132,8 +132,9 @@ def hint_problems(module: str, text: str) -> list[str]:
         if flag in ROS_FLAGS or any(a <= match.start() < b for a, b in spans):
             continue
         if nodes or module in NODE_MODULES:
-            problems.append(f"{flag} where a node prints it ({sorted(n.rsplit('.', 1)[1] for n in nodes)}): a node "
-                            f"has parameters (-p NAME:=VALUE), not flags; or name the command: `edge-roofline SUB {flag}`")
+            problems.append(f"{flag} where a node prints it ({sorted(n.rsplit('.', 1)[1] for n in nodes)}): a "
+                            f"node has parameters (-p NAME:=VALUE), not flags; or name the command: "
+                            f"`edge-roofline SUB {flag}`")
             continue
         names = {m.rsplit(".", 1)[1].replace("_", "-") for m in commands}
         if not any(flag in SUBPARSERS[n]._option_string_actions for n in names if n in SUBPARSERS):

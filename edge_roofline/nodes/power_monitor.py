@@ -22,7 +22,8 @@ from edge_roofline.telemetry.stream_health import StreamHealth
 
 PARAMETERS = {
     "platform": ("auto", "auto | jetson | nvml | cpu | virtual:DEVICE (e.g. virtual:agx_orin_64gb)"),
-    "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's root, as `edge-roofline virtual-jetson --root DIR` renders it)"),
+    "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's root, as `edge-roofline "
+                        "virtual-jetson --root DIR` renders it)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable"),
     "sample_rate_hz": (200.0, "upper bound on the power sampling rate (the sensor's own update rate when slower)"),
     "publish_rate_hz": (20.0, "PowerTelemetry publish rate"),
