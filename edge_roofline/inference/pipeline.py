@@ -220,8 +220,8 @@ class InferencePipeline:
         return None if frame is None else self._serve(frame, self.loaded)
 
     def profile_idle(self) -> ProfileReport | None:
-        """With no frame at hand, a report that is due (start, switch, operating point change;
-        not the cadence, which follows the workload served) from the model's dummy input."""
+        """With no frame at hand, a report that is due (start, switch, operating point change, the
+        time cadence) from the model's dummy input."""
         self._adopt_pending()
         loaded = self.loaded
         reason = self.schedule.due(self.clock.now_s(), idle=True)

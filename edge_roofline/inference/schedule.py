@@ -39,16 +39,17 @@ class ProfileSchedule:
         self.frames_since += 1
 
     def due(self, now_s: float, idle: bool = False) -> str:
-        """Why a profiled run is due now ("" when none is). ``idle``: no frame is at hand, so
-        the cadence (which measures the workload served) does not apply; a requested report is
-        made from the model's own dummy input."""
+        """Why a profiled run is due now ("" when none is). ``idle``: no frame is at hand (no
+        camera yet, a paused one): the report is made from the model's own dummy input, on
+        request and at the time cadence (so a client connecting later still gets one within
+        ``every_s``), not the frame cadence."""
         if self.requested in _UNBUDGETED:
             return self.requested
         if now_s < self.next_allowed_s:
             return ""
-        if self.requested or idle:
+        if self.requested:
             return self.requested
-        if self.every_frames and self.frames_since >= self.every_frames:
+        if not idle and self.every_frames and self.frames_since >= self.every_frames:
             return f"every {self.every_frames} frames"
         if self.every_s and now_s - self.last_s >= self.every_s:
             return f"every {self.every_s:g} s"

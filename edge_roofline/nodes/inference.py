@@ -11,6 +11,7 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
@@ -84,10 +85,14 @@ class InferenceNode(Node):
                                           else None)
         self.pipeline.loaded.roofs_note = self._roofs_note(p, self.pipeline.loaded)
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
-        self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
+        # The last report and chart stay available to a subscriber that joins later and asks for
+        # them (transient local); volatile subscribers get the next ones, as before.
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, latched)
         self.output_pub = (self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5)
                            if p["publish_outputs"] else None)
-        self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1)
+        self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, latched)
                           if p["publish_chart"] else None)
         # No expected rate (the camera sets it): a stalled stream is what this catches.
         self.stats_health = StreamHealth(f"edge_roofline: {topics.INFERENCE_STATS}", stamp_s(self.get_clock().now()))

@@ -80,7 +80,7 @@ def test_the_first_report_comes_without_a_frame_and_a_point_change_brings_anothe
     assert p.process_next(timeout_s=0.0) is None
     first = p.profile_idle()  # no camera yet: the model's own dummy input
     assert first is not None and first.reason == "start" and first.point == "MAXN"
-    assert p.profile_idle() is None  # nothing new is due
+    assert p.profile_idle() is None  # nothing new is due (no cadence here)
     reports = serve_for(p, clock, 3.0)
     assert not reports
     board["point"] = "MODE_30W/c4-cpu1498-gpu612-emc2133"  # the governor moved the board
@@ -100,3 +100,20 @@ def test_a_failed_profile_is_not_retried_at_every_frame():
     s.done(0.0, 0.5, 0.5)  # failed after 0.5 s: that is its cost
     assert s.due(1.0) == "" and s.due(24.0) == ""
     assert s.due(25.0) == "every 5 s"
+
+
+def test_without_frames_reports_keep_the_time_cadence():
+    """No camera yet: a Foxglove client connecting a minute in still gets a report within the
+    cadence (issue 23: the layout's panels sat empty for 40 s and more)."""
+    clock = SimClock()
+    p = timed_pipeline(clock, profile_every_frames=100, profile_every_s=5.0)
+    made = []
+    for _ in range(600):  # 60 s, idle
+        clock.advance(0.1)
+        assert p.process_next(timeout_s=0.0) is None
+        report = p.profile_idle()
+        if report is not None:
+            made.append((clock.now_s(), report.reason))
+    p.close()
+    assert made[0][1] == "start" and all(reason == "every 5 s" for _, reason in made[1:])
+    assert 11 <= len(made) <= 13 and max(b - a for (a, _), (b, _) in zip(made, made[1:])) <= 5.2
