@@ -6,6 +6,7 @@
   model gets its report and every frame lands in exactly one counter."""
 
 import threading
+import time
 
 import pytest
 
@@ -155,8 +156,13 @@ def test_switching_under_load_both_ways_with_a_bad_model_between(tmp_path):
                 with pytest.raises(ModelLoadError):
                     p.switch(InferenceConfig(model=str(corrupt), **cfg))
             model = "zoo:mobilenetv2" if i % 2 == 0 else "zoo:tiny_cnn"
+            before = len(results)
             assert p.switch(InferenceConfig(model=model, **cfg), wait_s=10.0), f"switch {i} never served"
             assert p.config.model == model
+            deadline = time.monotonic() + 30
+            while not any(r.report is not None and r.model_id == model for r in results[before:]):
+                assert time.monotonic() < deadline and not dead, f"no report for {model} after switch {i}"
+                time.sleep(0.01)
     finally:
         feeder_stop.set()
         feeder.join()
@@ -171,5 +177,4 @@ def test_switching_under_load_both_ways_with_a_bad_model_between(tmp_path):
     assert c.errors == 0, c.last_error
     assert c.received == c.processed + c.dropped + c.rejected + c.failed
     reports = [r.report for r in results if r.report is not None]
-    assert {r.model_id for r in reports} == {"zoo:tiny_cnn", "zoo:mobilenetv2"}
-    assert sum(r.reason == "model switch" for r in reports) >= 20  # every switch that saw a frame
+    assert sum(r.reason == "model switch" for r in reports) == 24  # each model, after each switch
