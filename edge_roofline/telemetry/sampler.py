@@ -7,14 +7,15 @@ with the trapezoidal rule (jtop's 0.5 s exponential average is not an energy int
 Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
 
-A window the publisher takes always holds a reading where the sensor works. A ROS timer that ran
-late fires again at once to catch up, and a process held up for a moment (another process
+A window the publisher takes holds a reading whenever the sampler is delivering them. A ROS timer
+that ran late fires again at once to catch up, and a process held up for a moment (another process
 starting on a loaded machine) finds its sampler thread held up too; at the sensor's 13 ms such a
 window held no reading and came out ``avg=nan rate=0.0``, which sent the governor to its
 fallback (issue 23: twice in 50 s). So a window without a reading that is younger than the
 sensor's quiet limit stays open (the publisher skips that tick; the next window covers its
-time), and an older one gets a reading taken there and then; only a reading that fails leaves a
-window empty, and its error says why.
+time), and for an older one the publisher waits up to one sampling period for the sampler's
+next reading. It never reads the sensor itself: a hung bus must stall the sampler thread only,
+and then the window comes out empty, as it should (the stream's diagnostics say so).
 """
 
 from __future__ import annotations
@@ -101,8 +102,7 @@ class PowerSampler:
         self._last_full_s = -math.inf  # on this sampler's clock
         self.clock = clock or Clock()
         self._integrator = EnergyIntegrator()
-        self._lock = threading.Lock()
-        self._read_lock = threading.Lock()  # the platform's readers are not shared between threads
+        self._lock = threading.Condition()  # notified at every reading, for a publisher waiting on one
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._reset_window(self.clock.now_s())
@@ -123,12 +123,12 @@ class PowerSampler:
         now_s = self.clock.now_s()
         full = now_s - self._last_full_s >= self.full_period_s  # -inf until the first full sample
         try:
-            with self._read_lock:
-                sample = self.platform.sample() if full else self.platform.sample_power()
+            sample = self.platform.sample() if full else self.platform.sample_power()
         except (PlatformError, OSError, ValueError) as exc:
             with self._lock:
                 self._window_errors += 1
                 self._window_last_error = f"{type(exc).__name__}: {exc}"
+                self._lock.notify_all()
             return
         with self._lock:
             added, covered_s = self._integrator.add(sample.timestamp_s, sample.total_power_w)
@@ -139,6 +139,7 @@ class PowerSampler:
             if full:
                 self._last_full, self._last_full_s = sample, now_s
             self._latest_power = sample
+            self._lock.notify_all()
 
     def _latest(self) -> TelemetrySample | None:
         """The latest power with the clocks and temperatures of the last full sample (merged
@@ -155,15 +156,16 @@ class PowerSampler:
     def take_window(self, defer_empty: bool = False) -> TelemetryWindow | None:
         """Everything measured since the last window. With ``defer_empty``, a window that holds
         no reading yet (no sample, no error) stays open while younger than ``quiet_limit_s``
-        (None: the next call's window covers its time), and gets a reading taken now when older."""
+        (None: the next call's window covers its time); an older one waits up to one sampling
+        period (wall time) for the sampler thread's next reading, then is taken as it is."""
         if defer_empty:
             with self._lock:
-                empty = not (self._window_samples or self._window_errors)
-                young = self.clock.now_s() - self._window_start_s < self.quiet_limit_s
-            if empty and young:
-                return None
-            if empty:
-                self.sample_once()
+                def empty() -> bool:
+                    return not (self._window_samples or self._window_errors)
+                if empty():
+                    if self.clock.now_s() - self._window_start_s < self.quiet_limit_s:
+                        return None
+                    self._lock.wait_for(lambda: not empty(), timeout=min(self.period_s, 0.05))
         now_s = self.clock.now_s()
         with self._lock:
             duration_s = now_s - self._window_start_s
