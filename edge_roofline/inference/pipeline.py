@@ -59,6 +59,7 @@ class ProfileReport:
     reason: str  # why it was made (inference/schedule.py)
     point: Any = None  # the operating point in force when it was profiled (None: no platform)
     cost_s: float = 0.0  # what the profiled run cost beyond a normal one
+    roofs_note: str = ""  # how the roofs differ from where the model runs ("" when they match)
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class InferencePipeline:
         self.point_source, self.point_poll_s = point_source, point_poll_s
         self._last_poll_s = -float("inf")
         self._polled_point: Any = None
-        self.report_point: Any = None  # the point of the last report
+        self._report_point: Any = None  # the point of the last report
         self.last_report: ProfileReport | None = None
 
     def _schedule(self, config: InferenceConfig, first: str = START) -> ProfileSchedule:
@@ -136,10 +137,6 @@ class InferencePipeline:
             self.counters.received += 1
             self.counters.rejected += 1
             self.counters.last_error = reason
-
-    def wake(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
 
     def note_error(self, message: str, worker_died: bool = False) -> None:
         """An error outside a frame (a worker death, a failed close), counted and reported."""
@@ -209,7 +206,7 @@ class InferencePipeline:
         except Exception as exc:  # noqa: BLE001 - a board read failing must not stop serving
             self.note_error(f"cannot read the operating point: {describe(exc)}")
             return
-        if self.last_report is not None and self._polled_point != self.report_point:
+        if self.last_report is not None and self._polled_point != self._report_point:
             self.schedule.request(POINT_CHANGE)
 
     def process_next(self, timeout_s: float = 0.1) -> FrameResult | None:
@@ -301,7 +298,8 @@ class InferencePipeline:
         cost_s = (max(0.0, end_s - start_s - run_s * loaded.config.profile_runs)
                   + getattr(loaded.backend, "profiler_prepare_s", 0.0))
         self.schedule.done(start_s, end_s, cost_s)
-        self.report_point = self._polled_point = point
+        self._report_point = self._polled_point = point
         self.last_report = ProfileReport(analysis, loaded.config.model, loaded.backend.kind,
-                                         loaded.backend.kind == "virtual", profile.runs, reason, point, cost_s)
+                                         loaded.backend.kind == "virtual", profile.runs, reason, point, cost_s,
+                                         loaded.roofs_note)
         return self.last_report

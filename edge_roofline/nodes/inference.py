@@ -208,14 +208,13 @@ class InferenceNode(Node):
             self._publish_report(result.report)
 
     def _publish_report(self, report: ProfileReport) -> None:
-        note = self.pipeline.loaded.roofs_note if report.model_id == self.pipeline.config.model else ""
         self.report_pub.publish(convert.roofline_report_msg(
             report.analysis, self.get_clock().now().to_msg(), model_id=report.model_id, backend=report.backend,
             device=self.device_name, simulated=report.simulated, point=report.point, sample_count=report.runs,
-            warnings=[note] if note else []))
+            warnings=[report.roofs_note] if report.roofs_note else []))
         if self.chart_pub is not None:
             # Rendering takes ~0.1-0.3 s: off the serving thread.
-            self._background.submit(self._publish_chart, report, note)
+            self._background.submit(self._publish_chart, report)
 
     def publish_diagnostics(self) -> None:
         now = self.get_clock().now()
@@ -226,9 +225,9 @@ class InferenceNode(Node):
                     worker_status(f"{self.get_name()}: worker", self.worker), roofs]
         self.diagnostics_pub.publish(convert.diagnostic_array_msg(statuses, now.to_msg(), self.hardware_id))
 
-    def _publish_chart(self, report: ProfileReport, note: str) -> None:
+    def _publish_chart(self, report: ProfileReport) -> None:
         sim = " (SIMULATION)" if report.simulated else ""
-        warning = " - ROOFS DO NOT MATCH WHERE IT RUNS" if note else ""
+        warning = " - ROOFS DO NOT MATCH WHERE IT RUNS" if report.roofs_note else ""
         msg = CompressedImage(format="png", data=roofline_png(report.analysis,
                                                               f"{report.model_id} on {self.device_name}{sim}{warning}"))
         msg.header.stamp = self.get_clock().now().to_msg()
