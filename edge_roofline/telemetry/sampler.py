@@ -8,14 +8,14 @@ Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
 
 A window the publisher takes holds a reading whenever the sampler is delivering them. A ROS timer
-that ran late fires again at once to catch up, and a process held up for a moment (another process
+that ran late fires again at once to catch up, and a process short of CPU (another process
 starting on a loaded machine) finds its sampler thread held up too; at the sensor's 13 ms such a
 window held no reading and came out ``avg=nan rate=0.0``, which sent the governor to its
-fallback (issue 23: twice in 50 s). So a window without a reading that is younger than the
-sensor's quiet limit stays open (the publisher skips that tick; the next window covers its
-time), and for an older one the publisher waits up to one sampling period for the sampler's
-next reading. It never reads the sensor itself: a hung bus must stall the sampler thread only,
-and then the window comes out empty, as it should (the stream's diagnostics say so).
+fallback (issue 23: twice in 50 s). So a window without a reading stays open (the publisher
+skips that tick; the next window covers its time, so no energy is lost) until the sampler has
+been quiet for longer than a working one can be, ``quiet_limit_s``; only then does it come out
+empty, and the stream's diagnostics say why. The publisher never reads the sensor itself: a hung
+bus must stall the sampler thread only.
 """
 
 from __future__ import annotations
@@ -94,15 +94,15 @@ class PowerSampler:
             self.rate_reason = f"{rate_hz:.0f} Hz cap (the sensor updates every {interval_s * 1e3:.1f} ms)"
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
-        # The longest a working sensor stays without a new reading here: three of its periods
-        # (a loaded machine delays the sampler thread), and never under 50 ms.
-        self.quiet_limit_s = max(3 * self.period_s, 0.05)
+        # The longest a working sampler goes without a reading: three sensor periods, and a
+        # quarter second for a process short of CPU (the governor's telemetry timeout is 1 s).
+        self.quiet_limit_s = max(3 * self.period_s, 0.25)
         self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
         self._last_full: TelemetrySample | None = None
         self._last_full_s = -math.inf  # on this sampler's clock
         self.clock = clock or Clock()
         self._integrator = EnergyIntegrator()
-        self._lock = threading.Condition()  # notified at every reading, for a publisher waiting on one
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._reset_window(self.clock.now_s())
@@ -128,7 +128,6 @@ class PowerSampler:
             with self._lock:
                 self._window_errors += 1
                 self._window_last_error = f"{type(exc).__name__}: {exc}"
-                self._lock.notify_all()
             return
         with self._lock:
             added, covered_s = self._integrator.add(sample.timestamp_s, sample.total_power_w)
@@ -139,7 +138,6 @@ class PowerSampler:
             if full:
                 self._last_full, self._last_full_s = sample, now_s
             self._latest_power = sample
-            self._lock.notify_all()
 
     def _latest(self) -> TelemetrySample | None:
         """The latest power with the clocks and temperatures of the last full sample (merged
@@ -155,20 +153,13 @@ class PowerSampler:
 
     def take_window(self, defer_empty: bool = False) -> TelemetryWindow | None:
         """Everything measured since the last window. With ``defer_empty``, a window that holds
-        no reading yet (no sample, no error) stays open while younger than ``quiet_limit_s``
-        (None: the next call's window covers its time); an older one waits up to one sampling
-        period (wall time) for the sampler thread's next reading, then is taken as it is."""
-        if defer_empty:
-            with self._lock:
-                def empty() -> bool:
-                    return not (self._window_samples or self._window_errors)
-                if empty():
-                    if self.clock.now_s() - self._window_start_s < self.quiet_limit_s:
-                        return None
-                    self._lock.wait_for(lambda: not empty(), timeout=min(self.period_s, 0.05))
+        no reading yet (no sample, no error) stays open while younger than ``quiet_limit_s``:
+        None, and the next call's window covers its time."""
         now_s = self.clock.now_s()
         with self._lock:
             duration_s = now_s - self._window_start_s
+            if defer_empty and not (self._window_samples or self._window_errors) and duration_s < self.quiet_limit_s:
+                return None
             window = TelemetryWindow(
                 latest=self._latest(), start_s=self._window_start_s, end_s=now_s,
                 samples=self._window_samples,
