@@ -108,14 +108,17 @@ class JetsonPlatform(Platform):
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
         self._point = self._live_point()
+        if self._point.has_caps:  # caps found at start are named as what they are to this process
+            self._point = self._point.with_caps(name=f"{self._preset.name} (custom caps)")
         self.found_state = self._read_cap_files()
+        self._found_point = self._point
 
     def _live_point(self) -> OperatingPoint:
         """The point in force as the files show it: the plain preset when its caps are the
-        preset's own, else the preset with the caps someone set, named as the caps grid names it
-        (so a governor that found custom caps records, and puts back, exactly those, and a point
-        the governor set reads back under the governor's name). A lean read: the online flags,
-        one core's cpufreq cap, the GPU's devfreq cap and the EMC cap (docs/platforms.md)."""
+        preset's own, else the preset with the caps someone set (so a governor that found custom
+        caps records, and puts back, exactly those), named as the caps grid names it, so a point
+        the governor set reads back under the governor's name in another process. A lean read:
+        the online flags, one core's cpufreq cap, the GPU's devfreq cap and the EMC cap."""
         plain = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
         d = self.device
         online_files, max_files = self._point_files()
@@ -196,12 +199,20 @@ class JetsonPlatform(Platform):
         files): another process (the governor, nvpmodel by hand) may have moved it since. The
         point this platform applied keeps its name while the board still shows its caps."""
         self._follow_mode()
-        live = self._live_point()
-        applied_mode = self._preset.mode_id if self._point.nvpmodel_id is None else self._point.nvpmodel_id
-        if applied_mode != self._preset.mode_id or \
-                resolved_caps(self.device, self._preset, live) != resolved_caps(self.device, self._preset, self._point):
-            self._point = live
+        self._point = self._known_or_live()
         return self._point
+
+    def _known_or_live(self) -> OperatingPoint:
+        """The point the files show, as the point this platform applied or found at start when
+        the files show that one (so it keeps its name), else as read."""
+        live = self._live_point()
+        shown = resolved_caps(self.device, self._preset, live).with_caps(name="")
+        for known in (self._point, self._found_point):
+            mode = self._preset.mode_id if known.nvpmodel_id is None else known.nvpmodel_id
+            if mode == self._preset.mode_id and \
+                    resolved_caps(self.device, self._preset, known).with_caps(name="", nvpmodel_id=mode) == shown:
+                return known
+        return live
 
     def _validate(self, point: OperatingPoint) -> Preset:
         return validate_point(self.device, self._preset, point)
@@ -229,7 +240,7 @@ class JetsonPlatform(Platform):
                 and preset.emc_max_freq_hz is None
             failed += self._write_all([(emc_file, "0" if uncapped else str(int(caps.emc_max_freq_hz)))])
         if failed:
-            self._point = self._live_point()
+            self._point = self._known_or_live()
             raise ApplyError(f"{len(failed)} cap writes failed (the others done): {'; '.join(failed)}")
         self._point = point
 
@@ -328,7 +339,7 @@ class JetsonPlatform(Platform):
                     written.append(_short(path, value))
                 except ApplyError as exc:
                     failed.append(str(exc))
-        self._point = self._live_point()
+        self._point = self._known_or_live()
         summary = f"{', '.join(written) or 'nothing'}; {len(record['files']) - tried} cap files already were"
         if failed:
             raise ApplyError(f"could not restore as found: {'; '.join(failed)}; restored {found.name} as found "
