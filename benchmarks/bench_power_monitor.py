@@ -9,9 +9,13 @@ Each run measures, one after the other in this process, for ``--seconds`` each:
 - the same two at the old fixed ``--rate`` (the sensor's interval hidden from the sampler).
 The machine is shared, so compare the sampler with the bare loop of the same run (the ratio).
 
+Also the cost of reading the operating point in force from the board
+(``Platform.current_operating_point``: nvpmodel's status file and the cap files), which the power
+monitor does at every publish and the inference node at every report and twice a second.
+
 Prints numbers; asserts nothing. Goal: < 2 % of one core at the rate in force.
 
-    python benchmarks/bench_power_monitor.py [--seconds S] [--rate HZ] [--runs N]
+    python benchmarks/bench_power_monitor.py [--seconds S] [--rate HZ] [--runs N] [--point-only]
 """
 
 import argparse
@@ -77,11 +81,22 @@ def sampler_run(platform, cap_hz: float, seconds: float, follow_sensor: bool) ->
     return pct, window.samples / window.duration_s, sampler
 
 
+def point_read_cost(platform, reads: int = 2000) -> list[float]:
+    """Seconds per ``current_operating_point()`` read, ``reads`` times."""
+    times = []
+    for _ in range(reads):
+        start = time.perf_counter()
+        platform.current_operating_point()
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rate", type=float, default=200.0, help="the sampler's cap (sample_rate_hz)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--point-only", action="store_true", help="only the operating-point read")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench_power_"))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -93,6 +108,12 @@ def main() -> int:
     try:
         board.stdout.readline()  # "virtual ... live at ..." once the tree exists
         platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(root))
+        reads = sorted(point_read_cost(platform))
+        median_s, p95_s = statistics.median(reads), reads[int(0.95 * len(reads))]
+        print(f"operating point read from the board: {median_s * 1e6:.0f} us median, {p95_s * 1e6:.0f} us p95 "
+              f"({len(reads)} reads); at the power monitor's 20 Hz {100 * 20 * median_s:.3f} % of one core")
+        if args.point_only:
+            args.runs = 0
         print(f"virtual AGX Orin (SIMULATION board), JetsonPlatform sysfs readers, cap {args.rate:.0f} Hz, "
               f"{args.runs} runs of {args.seconds:.0f} s per measurement")
         for run in range(1, args.runs + 1):
@@ -108,6 +129,8 @@ def main() -> int:
         board.terminate()
         board.wait(10)
     for key, label in (("sensor", "rate in force"), ("fixed", f"fixed {args.rate:.0f} Hz")):
+        if not results[key]:
+            continue
         pcts, bares, rates = zip(*results[key])
         print(f"median, {label}: {statistics.median(rates):.1f} Hz, sampler {statistics.median(pcts):.2f} % "
               f"of one core (range {min(pcts):.2f}-{max(pcts):.2f}), bare loop {statistics.median(bares):.2f} %, "

@@ -1,8 +1,9 @@
 """One-shot end-to-end check of the TensorRT backend on a real GPU: build a zoo model's
 engine (with its sidecar), load it as a prebuilt engine, reload it from the cache without
-rebuilding, profile, check that the layer -> ONNX
-node mapping covers every node once, and compare outputs with ONNX Runtime. Exits non-zero on
-the first failure.
+rebuilding, run and profile it from a second thread (as the inference node's worker does: the
+backend must make its CUDA context current there), check that the layer -> ONNX node mapping
+covers every node once, close it from that thread, and compare outputs with ONNX Runtime. Exits
+non-zero on the first failure.
 
     python scripts/trt_smoke.py [--model tiny_cnn] [--precision fp32|fp16] [--cache DIR]
 """
@@ -10,6 +11,7 @@ the first failure.
 import argparse
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,24 @@ def check(ok: bool, what: str) -> None:
     print(f"{'ok  ' if ok else 'FAIL'} {what}")
     if not ok:
         sys.exit(1)
+
+
+def on_thread(fn):
+    """fn() on a new thread, like the inference worker; its result, or its exception re-raised."""
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=target, name="inference-worker")
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
 
 
 def main() -> int:
@@ -46,12 +66,18 @@ def main() -> int:
         prebuilt.load(engine_path)
         check(any(l.onnx_nodes for l in prebuilt.describe_layers()),
               "prebuilt engine loads and maps to the ONNX given as mapping_onnx")
-    with create_backend("tensorrt", **opts) as trt_backend:
-        trt_backend.load(model)
-        check(not trt_backend.built, "second load is a cache hit (no rebuild)")
-        feeds = trt_backend.dummy_feeds(seed=1)
-        result = trt_backend.run(feeds)
-        profile = trt_backend.profile(feeds, runs=10)
+    trt_backend = create_backend("tensorrt", **opts)  # built on this thread ...
+    trt_backend.load(model)
+    check(not trt_backend.built, "second load is a cache hit (no rebuild)")
+    feeds = trt_backend.dummy_feeds(seed=1)
+    result = trt_backend.run(feeds)
+    on_worker = on_thread(lambda: trt_backend.run(feeds))  # ... and run on another, as the node does
+    err = float(np.max(np.abs(on_worker.outputs[next(iter(result.outputs))].astype(np.float32)
+                              - result.outputs[next(iter(result.outputs))].astype(np.float32))))
+    check(err == 0.0, f"run from a second thread gives the same outputs (max abs diff {err:.2e})")
+    profile = on_thread(lambda: trt_backend.profile(feeds, runs=10))
+    check(bool(profile.layer_times_s), f"profiled from the second thread ({len(profile.layer_times_s)} layers timed)")
+    on_thread(trt_backend.close)  # raises if the buffers cannot be freed there
     owners = profile.node_to_layer()  # raises if a node is covered twice
     nodes = [n.name for n in model.graph.node]
     missing = [n for n in nodes if n not in owners]

@@ -164,6 +164,11 @@ class InferenceBackend(abc.ABC):
     @abc.abstractmethod
     def describe_layers(self) -> list[LayerInfo]: ...
 
+    def execution_target(self) -> tuple[str | None, str]:
+        """Where the loaded model runs: (catalogue device key, engine "cpu" | "gpu" | "dla");
+        the key is None for this machine, whatever it is. Reports check their roofs against it."""
+        return None, "cpu"
+
     def close(self) -> None:
         """Release sessions, engines and buffers; the default has nothing to release."""
 

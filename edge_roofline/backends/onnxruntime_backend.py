@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from edge_roofline.backends.base import (
-    InferenceBackend, LayerInfo, LayerProfile, ModelLoadError, RunResult, TensorInfo,
+    BackendError, InferenceBackend, LayerInfo, LayerProfile, ModelLoadError, RunResult, TensorInfo,
     nonfinite_outputs,
 )
 from edge_roofline.clock import Clock
@@ -181,6 +181,7 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._tmp = tempfile.TemporaryDirectory(prefix="edge_roofline_ort_")
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self._next_profiler: concurrent.futures.Future | None = None
+        self._traces = 0  # profiling sessions made: each gets its own trace file prefix
         self.profiler_prepare_s = 0.0  # time the last profiling session took to prepare
 
     # ---- loading ----------------------------------------------------------------------
@@ -258,6 +259,10 @@ class OnnxRuntimeBackend(InferenceBackend):
         return [LayerInfo(g.name, "+".join(g.op_types), g.onnx_nodes, precision,
                           extra={"kernels": g.kernels}) for g in self._groups]
 
+    def execution_target(self) -> tuple[str | None, str]:
+        gpu = {"CUDAExecutionProvider", "TensorrtExecutionProvider"} & set(self._require().get_providers())
+        return None, "gpu" if gpu else "cpu"
+
     def _precision(self) -> str:
         floats = [t.dtype for t in self.inputs() if t.dtype.startswith("float")]
         return "fp16" if floats and floats[0] == "float16" else "fp32"
@@ -267,7 +272,10 @@ class OnnxRuntimeBackend(InferenceBackend):
         session = self._require()
         checked = self.check_feeds(feeds)
         start_s = self.clock.now_s()
-        values = session.run(None, checked)
+        try:
+            values = session.run(None, checked)
+        except Exception as exc:  # ORT's Fail/RuntimeException/... are not BackendError
+            raise BackendError(f"ONNX Runtime failed to run the model: {type(exc).__name__}: {exc}") from exc
         latency_s = self.clock.now_s() - start_s
         outputs = {o.name: v for o, v in zip(session.get_outputs(), values)}
         return RunResult(outputs, latency_s, True,
@@ -296,7 +304,10 @@ class OnnxRuntimeBackend(InferenceBackend):
         self._next_profiler.set_result((session, False))
 
     def _trace_prefix(self) -> str:
-        return str(Path(self._tmp.name) / "profile")
+        """A prefix per profiling session: ONNX Runtime names the trace by prefix and the second
+        it started, so two sessions of one prefix could write one file."""
+        self._traces += 1
+        return str(Path(self._tmp.name) / f"profile{self._traces}")
 
     def _new_profiler(self, warmup_feeds: Mapping[str, np.ndarray] | None):
         """A profiling session from the optimized model (no optimisation to redo), warmed up
@@ -321,14 +332,20 @@ class OnnxRuntimeBackend(InferenceBackend):
         checked = self.check_feeds(feeds)
         self._ensure_grouping()
         pending, self._next_profiler = self._next_profiler, None
-        session, warmed = pending.result() if pending else self._new_profiler(None)
-        if not warmed:
-            session.run(None, checked)
-        for _ in range(runs):
-            session.run(None, checked)
-        trace = Path(session.end_profiling())
+        try:
+            session, warmed = pending.result() if pending else self._new_profiler(None)
+            if not warmed:
+                session.run(None, checked)
+            for _ in range(runs):
+                session.run(None, checked)
+            trace = Path(session.end_profiling())
+        except Exception as exc:  # ORT's own exception types
+            raise BackendError(f"ONNX Runtime failed to profile the model: {type(exc).__name__}: {exc}") from exc
         try:
             events = json.loads(trace.read_text())
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"ONNX Runtime's profile trace {trace.name} is unreadable ({exc}); the next "
+                               f"profiled run tries again") from exc
         finally:
             trace.unlink(missing_ok=True)
         if self.prepare_next_profiler:

@@ -7,12 +7,20 @@ path). Per-layer times from an IProfiler during synchronous ``execute_v2`` runs 
 profiler is documented for in both versions), layer -> ONNX node mapping from the engine
 inspector (``tensorrt_layers``).
 
+CUDA context: a CUDA context is current per *thread*. The backend retains the device's primary
+context (the one TensorRT's CUDA runtime calls use) and pushes it around every call that touches
+the GPU, popping it after, so it can be built on one thread (a parameter callback) and run and
+closed on another (the inference worker). ``pycuda.autoinit`` is not used: it makes a new context
+current on the importing thread only, and the worker then failed with "invalid device context".
+
 ``tensorrt`` and ``pycuda`` are imported when the backend is created, with a clear error on a
 machine without them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -40,14 +48,23 @@ def default_engine_cache_dir() -> Path:
 def _import_runtime():
     try:
         import tensorrt as trt
-        import pycuda.autoinit  # noqa: F401  (creates the CUDA context)
         import pycuda.driver as cuda
     except ImportError as e:
         raise BackendError(
             f"the TensorRT backend needs the tensorrt and pycuda Python packages ({e}); on a "
             "Jetson they come with JetPack (python3-libnvinfer, pip install pycuda); elsewhere "
-            "use --backend ort or virtual") from e
+            "use the ort or virtual backend") from e
+    cuda.init()
     return trt, cuda
+
+
+def _in_context(method):
+    """Run ``method`` with the backend's CUDA context current on the calling thread."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.cuda_context():
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 class TensorRTBackend(InferenceBackend):
@@ -72,12 +89,25 @@ class TensorRTBackend(InferenceBackend):
         self.mapping_onnx = mapping_onnx
         self.logger = _capturing_logger(self.trt)
         self.engine = self.context = None
-        self.stream = self.cuda.Stream()
+        self._cuda_context = self.cuda.Device(0).retain_primary_context()
+        with self.cuda_context():
+            self.stream = self.cuda.Stream()
         self.onnx_nodes: list[str] = []
         self.engine_path: Path | None = None
         self.built = False  # True when load() built the engine rather than reading it
         self._host: dict[str, np.ndarray] = {}
         self._device: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def cuda_context(self):
+        """The backend's context pushed on this thread for the block, popped after."""
+        if self._cuda_context is None:
+            raise ModelLoadError("the TensorRT backend is closed")
+        self._cuda_context.push()
+        try:
+            yield
+        finally:
+            self.cuda.Context.pop()
 
     # ---- loading ----------------------------------------------------------------------
     def _flags(self) -> dict:
@@ -85,6 +115,7 @@ class TensorRTBackend(InferenceBackend):
                 "calibration_sha256": hashlib.sha256(self.calibration_cache.read_bytes()).hexdigest()
                 if self.calibration_cache else None}
 
+    @_in_context
     def load(self, model: Any) -> None:
         """An ONNX model (path, bytes, ModelProto) is built or taken from the engine cache; a
         path ending in .engine/.plan is a prebuilt engine."""
@@ -187,11 +218,15 @@ class TensorRTBackend(InferenceBackend):
         self._require()
         return [self._info(n) for n in self._names() if not self._is_input(n)]
 
+    @_in_context
     def describe_layers(self) -> list[LayerInfo]:
         inspector = self._require().create_engine_inspector()
         inspector.execution_context = self.context
         info = inspector.get_engine_information(self.trt.LayerInformationFormat.JSON)
         return parse_layer_information(info, self.onnx_nodes, self.precision)
+
+    def execution_target(self) -> tuple[str | None, str]:
+        return None, "gpu" if self.dla_core is None else "dla"
 
     # ---- execution --------------------------------------------------------------------
     def _execute(self, feeds: Mapping[str, np.ndarray], synchronous: bool = False) -> float:
@@ -213,12 +248,14 @@ class TensorRTBackend(InferenceBackend):
         self.stream.synchronize()
         return self.clock.now_s() - start_s
 
+    @_in_context
     def run(self, feeds: Mapping[str, np.ndarray]) -> RunResult:
         latency_s = self._execute(feeds)
         outputs = {t.name: self._host[t.name].copy() for t in self.outputs()}
         return RunResult(outputs, latency_s, True,
                          nonfinite_outputs(outputs) if self.check_finite else ())
 
+    @_in_context
     def profile(self, feeds: Mapping[str, np.ndarray], runs: int = 1) -> LayerProfile:
         runs = max(1, runs)
         sink = LayerTimeAccumulator()
@@ -230,8 +267,17 @@ class TensorRTBackend(InferenceBackend):
         return LayerProfile(sink.mean_times_s(runs), total_s, self.describe_layers(), runs, self.kind)
 
     def close(self) -> None:
-        self.context = self.engine = None
-        self._host, self._device = {}, {}
+        """Free the buffers and drop the engine with the context current (on whatever thread
+        closes), then release the retained context."""
+        if self._cuda_context is None:
+            return
+        with self.cuda_context():
+            for allocation in self._device.values():
+                allocation.free()
+            self.context = self.engine = self.stream = None
+            self._host, self._device = {}, {}
+        self._cuda_context.detach()
+        self._cuda_context = None
 
 
 def _read_onnx(model: Any):

@@ -67,6 +67,9 @@ class VirtualBackend(InferenceBackend):
         return [LayerInfo(l.name, l.op_type, (l.name,), self.precision)
                 for l in self._require_cost().layers]
 
+    def execution_target(self) -> tuple[str | None, str]:
+        return self._board().device.key, "gpu"  # the board's physics time the GPU engine
+
     def _infer(self):
         cost = self._require_cost()
         return self._board().run_inference(cost, self.precision, cost.batch)

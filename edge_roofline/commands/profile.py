@@ -18,9 +18,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "measured ceilings for ort, agx_orin_64gb otherwise)")
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
                         help="default: fp32 for ort, fp16 for tensorrt and virtual")
-    parser.add_argument("--runs", type=int, default=10, help="profiled runs to average")
+    parser.add_argument("--runs", type=_positive_int, default=10, help="profiled runs to average")
     parser.add_argument("--json", metavar="FILE", help="write analyze's JSON plus measured times")
     parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _ceilings(args, precision: str):
@@ -80,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         options["board"] = VirtualBoard(device, mode_id=get_device(device).preset(point).mode_id)
     with create_backend(args.backend, **options) as backend:
         backend.load(model)
-        profile = backend.profile(backend.dummy_feeds(), runs=max(1, args.runs))
+        profile = backend.profile(backend.dummy_feeds(), runs=args.runs)
     analysis = join_profile(cost, profile, ceilings)
     simulated = " (SIMULATION: times from the virtual Jetson's physics)" if args.backend == "virtual" else ""
     print(f"{cost.model} on {args.backend}{simulated} ({profile.runs} runs), ceilings: {ceilings.label}, "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from edge_roofline.platforms.base import Platform
+from edge_roofline.platforms.base import DeviceIdentity, Platform
 from edge_roofline.roofline.ceilings import Ceilings, CeilingsCache, CeilingsError, spec_ceilings
 from edge_roofline.roofline.devices import get_device
 
@@ -57,3 +57,36 @@ def host_cpu_ceilings(cache: CeilingsCache | None = None) -> Callable[[], Ceilin
     elif found.dram_warning:
         logging.getLogger(__name__).warning(found.dram_warning)
     return lambda: found
+
+
+def roofs_mismatch(device_key: str, engine: str, target: tuple[str | None, str],
+                   machine: DeviceIdentity | None) -> str:
+    """'' when the report's roofs are those of where the model runs; else one line saying how they
+    differ and the fix (issue 23: CPU times against a GPU's roofs read as 0.1 % efficiency, quietly).
+
+    ``target``: the backend's (device key or None for this machine, engine); ``machine``: the
+    platform's identity (None without a platform: which machine this is stays unknown)."""
+    target_key, target_engine = target
+    if target_key is None and machine is not None and machine.kind == "jetson":
+        target_key = machine.catalogue_key
+    if target_key is None:
+        where = f"this host's {target_engine.upper()}"
+        other_machine = machine is not None  # a platform that is not a Jetson: not a catalogued device
+    else:
+        where = f"{target_key}'s {target_engine.upper()}"
+        other_machine = bool(device_key) and target_key != device_key
+    if not device_key:
+        if target_engine == "cpu" and target_key is None:
+            return ""
+        roofs = "this host's CPU, measured"
+        fix = (f"set -p device:=DEVICE (a catalogue key such as {target_key or 'agx_orin_64gb'}) and "
+               f"-p engine:={target_engine}")
+    else:
+        if target_engine == engine and not other_machine:
+            return ""
+        roofs = f"{device_key}'s {engine.upper()}"
+        fix = (f"set -p engine:={target_engine}" if not other_machine else
+               "leave device empty (-p device:='') for this host's CPU roofs, measured" if target_key is None else
+               f"set -p device:={target_key} -p engine:={target_engine}")
+    return (f"the roofs ({roofs}) do not match where the model runs ({where}): efficiency and bounds compare "
+            f"one's times with the other's roofs; {fix}")

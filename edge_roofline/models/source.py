@@ -4,6 +4,14 @@
 from __future__ import annotations
 
 
+ENGINE_SUFFIXES = (".engine", ".plan")
+FIX = "give an existing ONNX file, or zoo:NAME for a built-in model"
+
+
+class ModelFileError(ValueError):
+    """A model file that is missing, unreadable or not ONNX: one line naming it and the fix."""
+
+
 def load_model_source(model: str):
     """``zoo:NAME`` -> an onnx.ModelProto built in memory; anything else is a path."""
     from edge_roofline.models import zoo  # builds with onnx: imported only when a model is loaded
@@ -13,8 +21,23 @@ def load_model_source(model: str):
 
 
 def load_model(model: str):
-    """``zoo:NAME`` or an ONNX file, as an onnx.ModelProto (for a backend and the cost model)."""
+    """``zoo:NAME`` or an ONNX file, as an onnx.ModelProto (for a backend and the cost model).
+    Raises ``ModelFileError`` for a file that is missing, a TensorRT engine, or not ONNX."""
     import onnx
+    from google.protobuf.message import DecodeError
 
     source = load_model_source(model)
-    return onnx.load(source) if isinstance(source, str) else source
+    if not isinstance(source, str):
+        return source
+    if source.endswith(ENGINE_SUFFIXES):
+        raise ModelFileError(f"{source} is a TensorRT engine; this needs the ONNX model it was built from "
+                             f"(the cost model reads the ONNX graph): {FIX}")
+    try:
+        proto = onnx.load(source)
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model {source}: {exc.strerror or exc}; {FIX}") from exc
+    except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as exc:  # protobuf's and onnx's
+        raise ModelFileError(f"{source} is not a valid ONNX model ({' '.join(str(exc).split())}); {FIX}") from exc
+    if proto.ir_version <= 0 or not proto.graph.node:  # an empty file parses as an empty model
+        raise ModelFileError(f"{source} is not an ONNX model (no IR version or no nodes); {FIX}")
+    return proto

@@ -47,12 +47,12 @@ class Console(Node):
         self.snap.simulated = self.snap.simulated or msg.simulated
         self.snap.device, self.snap.power_w = msg.device, msg.average_power_w
         self.snap.nvpmodel_mode = msg.nvpmodel_mode
-        if not self.snap.governor_mode:  # the governor knows the caps it set; the monitor sees the preset
-            self.snap.operating_point = msg.operating_point.name
+        self.snap.operating_point = msg.operating_point.name  # read from the board at every publish
         self.snap.gpu_freq_hz, self.snap.emc_freq_hz = msg.gpu_freq_hz, msg.emc_freq_hz
 
     def on_report(self, msg: RooflineReport) -> None:
         self.snap.layers = [LayerLine(l.name, l.op_type, l.measured_time_s, l.bound, l.efficiency) for l in msg.layers]
+        self.snap.report_point = msg.operating_point.name
 
     def on_governor(self, msg: GovernorState) -> None:
         s = self.snap
@@ -60,7 +60,7 @@ class Console(Node):
         s.governor_reason = msg.reason
         s.target_latency_ms, s.target_percentile = msg.target_latency_ms, msg.target_percentile
         s.energy_per_inference_j = msg.measured_energy_per_inference_j
-        s.operating_point = msg.current_point.name
+        s.governor_point = msg.current_point.name
 
     def print_summary(self) -> None:
         if self.latencies_ms:

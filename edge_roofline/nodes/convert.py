@@ -173,7 +173,8 @@ def layer_roofline_msg(layer: LayerBound, precision: str) -> LayerRoofline:
 
 
 def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, backend: str, device: str,
-                        simulated: bool, point: OperatingPoint | None, sample_count: int) -> RooflineReport:
+                        simulated: bool, point: OperatingPoint | None, sample_count: int,
+                        warnings: list[str] = ()) -> RooflineReport:
     c = analysis.ceilings
     return RooflineReport(
         model_id=model_id, backend=backend, device=device, simulated=simulated,
@@ -187,7 +188,7 @@ def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, bac
         total_flops=float(analysis.total_flops), total_bytes=float(analysis.total_bytes),
         total_measured_time_s=_nan(analysis.measured_time_s),
         total_attainable_time_s=float(analysis.attainable_time_s), sample_count=sample_count,
-        unknown_ops=list(analysis.unknown_ops), header=_header(stamp))
+        warnings=list(warnings), unknown_ops=list(analysis.unknown_ops), header=_header(stamp))
 
 
 def _header(stamp, frame_id: str = "") -> Header:
@@ -206,7 +207,8 @@ def inference_stats_msg(result: FrameResult) -> InferenceStats:
         postprocess_ms=result.postprocess_s * 1e3, queue_delay_ms=result.queue_delay_s * 1e3,
         end_to_end_ms=result.end_to_end_s * 1e3, frames_received=c.received, frames_dropped=c.dropped,
         frames_lost_upstream=c.lost_upstream, frames_lost_transport=c.lost_transport, frames_rejected=c.rejected,
-        nan_outputs=c.nan_outputs, errors=c.errors, last_error=c.last_error)
+        frames_failed=c.failed, frames_processed=c.processed, nan_outputs=c.nan_outputs, errors=c.errors,
+        worker_restarts=c.worker_restarts, last_error=c.last_error)
 
 
 def tensor_array_msg(outputs: dict[str, np.ndarray], header: Header) -> TensorArray:

@@ -1,28 +1,32 @@
-"""inference: images (or tensors) in, outputs, per-frame InferenceStats and periodic per-layer
+"""inference: images (or tensors) in, outputs, per-frame InferenceStats and per-layer
 RooflineReports out. The pipeline (queueing, preprocessing, profiling, model switch) lives in
-edge_roofline.inference.pipeline; this node wires it to topics and parameters."""
+edge_roofline.inference.pipeline and its worker's supervision in edge_roofline.inference.worker;
+this node wires them to topics and parameters."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import sys
-import threading
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
 from edge_roofline.ros.stamps import stamp_s
+from edge_roofline.inference.ceilings import roofs_mismatch
 from edge_roofline.inference.config import inference_config, report_ceilings
+from edge_roofline.inference.worker import SupervisedWorker, worker_status
 from edge_roofline.suite.errors import one_line
+from edge_roofline.telemetry.diagnostics import OK, WARN, Status
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.nodes.image_input import InputLossMonitor, input_qos
 from edge_roofline.platforms import create_platform_or_degraded
-from edge_roofline.inference.pipeline import Frame, InferencePipeline
+from edge_roofline.inference.pipeline import Frame, InferencePipeline, ProfileReport
 from edge_roofline.telemetry.stream_health import StreamHealth
 from edge_roofline.viz.chart_image import roofline_png
 
@@ -51,9 +55,10 @@ PARAMETERS = {
     "layout": ("nchw", "nchw | nhwc"),
     "queue_depth": (2, "frames queued before the oldest is dropped"),
     "profile_every_frames": (300, "a profiled run every N frames (0: off)"),
-    "profile_every_s": (10.0, "a profiled run every T seconds (0: off)"),
-    "profile_budget_fraction": (0.005, "a profiled run waits until its extra cost is this fraction of inference "
-                                       "time served"),
+    "profile_every_s": (10.0, "a profiled run every T seconds (0: off); also one at start, after a model switch "
+                              "and when the operating point changes"),
+    "profile_budget_fraction": (0.02, "the most of the worker's wall-clock time profiled runs may take (a report "
+                                      "waits until the last one's extra cost is within it)"),
     "publish_outputs": (True, "publish raw outputs as TensorArray"),
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
     "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
@@ -73,12 +78,21 @@ class InferenceNode(Node):
                 self.get_logger().error(problem)
         self.device_name = p["device"] or "host CPU"
         self.hardware_id = self.platform.identity().model if self.platform else self.device_name
-        self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform))
+        # The point in force is read from the board at every report (and polled between frames:
+        # a change asks for a report), never cached: another process (the governor) moves it.
+        self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform),
+                                          point_source=self.platform.current_operating_point if self.platform
+                                          else None)
+        self.pipeline.loaded.roofs_note = self._roofs_note(p, self.pipeline.loaded)
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
-        self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, 2)
+        # The last report and chart stay available to a subscriber that joins later and asks for
+        # them (transient local); volatile subscribers get the next ones, as before.
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.report_pub = self.create_publisher(RooflineReport, topics.ROOFLINE_REPORT, latched)
         self.output_pub = (self.create_publisher(TensorArray, topics.INFERENCE_OUTPUT, 5)
                            if p["publish_outputs"] else None)
-        self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, 1)
+        self.chart_pub = (self.create_publisher(CompressedImage, topics.ROOFLINE_CHART, latched)
                           if p["publish_chart"] else None)
         # No expected rate (the camera sets it): a stalled stream is what this catches.
         self.stats_health = StreamHealth(f"edge_roofline: {topics.INFERENCE_STATS}", stamp_s(self.get_clock().now()))
@@ -89,16 +103,24 @@ class InferenceNode(Node):
         self.create_subscription(TensorArray if p["tensor_topic"] else Image, topic,
                                  self.on_tensors if p["tensor_topic"] else self.on_image, qos,
                                  event_callbacks=self.input_loss.event_callbacks())
+        # Validate (and load) in the on-set callback, so the reply is the truth; hand the loaded
+        # model to the worker in the post-set callback, once the parameter holds the new value.
+        self._prepared = None
         self.add_on_set_parameters_callback(self.on_parameters)
+        self.add_post_set_parameters_callback(self.after_parameters)
         # Chart rendering runs here, off the serving thread, and is waited for at teardown.
         self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-        self._running = True
-        self._worker = threading.Thread(target=self._serve, name="inference-worker", daemon=True)
-        self._worker.start()
+        self.worker = SupervisedWorker(self._serve_once, name="inference-worker", on_restart=self._on_restart).start()
         self.get_logger().info(f"serving {p['model']} on {p['backend']} ({self.device_name})")
+        if self.pipeline.loaded.roofs_note:
+            self.get_logger().warning(self.pipeline.loaded.roofs_note)
 
     def _params(self) -> dict:
         return {name: self.get_parameter(name).value for name in PARAMETERS}
+
+    def _roofs_note(self, p: dict, loaded) -> str:
+        identity = self.platform.identity() if self.platform else None
+        return roofs_mismatch(p["device"], p["engine"], loaded.backend.execution_target(), identity)
 
     # ---- input callbacks: enqueue only ------------------------------------------------
     def _now_s(self) -> float:
@@ -123,67 +145,99 @@ class InferenceNode(Node):
 
     # ---- runtime model switch --------------------------------------------------------
     def on_parameters(self, params) -> SetParametersResult:
+        """Validate: the new model is loaded here, beside the one serving, so success is only
+        replied for a model that works. New frames wait while it loads (docs/nodes.md)."""
         changed = {p.name: p.value for p in params}
         fixed = set(changed) - SWITCHABLE
         if fixed:
             return SetParametersResult(successful=False, reason=f"{sorted(fixed)} apply at start only; "
                                                                 f"switchable at runtime: {sorted(SWITCHABLE)}")
         p = self._params() | changed
-        # Loaded here, beside the old model, and swapped in only once it works, so the reply is
-        # the truth and the parameter always names the model served. New frames wait while it
-        # loads (seconds for a big model; docs/nodes.md).
+        self._discard_prepared()
         try:
-            config = inference_config(p, self.platform)
-            ceilings = report_ceilings(p, self.platform)
-            self.pipeline.switch(config)
+            loaded = self.pipeline.prepare(inference_config(p, self.platform), report_ceilings(p, self.platform))
         except Exception as exc:  # any failure: the old model keeps serving and the caller is told why
             reason = f"not switched to {p['model']} on {p['backend']}: {one_line(exc)}"
             self.get_logger().error(reason)
             return SetParametersResult(successful=False, reason=reason)
-        self.pipeline.ceilings = ceilings
-        self.get_logger().info(f"switched to {config.model} on {config.backend}")
+        loaded.roofs_note = self._roofs_note(p, loaded)
+        self._prepared = loaded
         return SetParametersResult(successful=True)
 
+    def after_parameters(self, params) -> None:
+        """Act: the parameters now hold the new values; the worker swaps before its next frame
+        (waited for here, so the reply goes out once the new model serves)."""
+        loaded, self._prepared = self._prepared, None
+        if loaded is None:
+            return
+        if not self.pipeline.hand_over(loaded, wait_s=5.0):
+            self.get_logger().warning(f"{loaded.config.model} is handed over; the worker takes it after the "
+                                      f"frame in hand")
+        self.get_logger().info(f"switched to {loaded.config.model} on {loaded.config.backend}")
+        if loaded.roofs_note:
+            self.get_logger().warning(loaded.roofs_note)
+
+    def _discard_prepared(self) -> None:
+        """A model loaded for a change that was never set (another callback refused it)."""
+        stale, self._prepared = self._prepared, None
+        if stale is not None:
+            stale.close()
+
     # ---- worker ------------------------------------------------------------------------
-    def _serve(self) -> None:
-        while self._running:
-            result = self.pipeline.process_next(timeout_s=0.1)
-            if result is None:
-                continue
-            if result.error:
-                self.get_logger().error(result.error, throttle_duration_sec=2.0)
-            stats = convert.inference_stats_msg(result)
-            if self.output_pub is not None and result.outputs:
-                self.output_pub.publish(convert.tensor_array_msg(result.outputs, stats.header))
-            self.stats_pub.publish(stats)
-            self.stats_health.tick(stamp_s(self.get_clock().now()), stamp_s(stats.header.stamp))
-            if result.report is not None:
-                point = self.platform.current_operating_point() if self.platform else None
-                self.report_pub.publish(convert.roofline_report_msg(
-                    result.report, self.get_clock().now().to_msg(), model_id=result.model_id,
-                    backend=result.backend, device=self.device_name, simulated=result.simulated, point=point,
-                    sample_count=self.pipeline.config.profile_runs))
-                if self.chart_pub is not None:
-                    # Rendering takes ~0.1-0.3 s: off the serving thread.
-                    self._background.submit(self._publish_chart, result.report, result.model_id)
+    def _on_restart(self, message: str) -> None:
+        self.pipeline.note_error(message, worker_died=True)
+        self.get_logger().error(message)
+
+    def _serve_once(self) -> None:
+        """One step of the supervised worker: a frame (its stats, outputs, maybe a report), or,
+        with no frame at hand, a report that is due."""
+        result = self.pipeline.process_next(timeout_s=0.1)
+        if result is None:
+            report = self.pipeline.profile_idle()
+            if report is not None:
+                self._publish_report(report)
+            return
+        if result.error:
+            self.get_logger().error(result.error, throttle_duration_sec=2.0)
+        stats = convert.inference_stats_msg(result)
+        if self.output_pub is not None and result.outputs:
+            self.output_pub.publish(convert.tensor_array_msg(result.outputs, stats.header))
+        self.stats_pub.publish(stats)
+        self.stats_health.tick(stamp_s(self.get_clock().now()), stamp_s(stats.header.stamp))
+        if result.report is not None:
+            self._publish_report(result.report)
+
+    def _publish_report(self, report: ProfileReport) -> None:
+        self.report_pub.publish(convert.roofline_report_msg(
+            report.analysis, self.get_clock().now().to_msg(), model_id=report.model_id, backend=report.backend,
+            device=self.device_name, simulated=report.simulated, point=report.point, sample_count=report.runs,
+            warnings=[report.roofs_note] if report.roofs_note else []))
+        if self.chart_pub is not None:
+            # Rendering takes ~0.1-0.3 s: off the serving thread.
+            self._background.submit(self._publish_chart, report)
 
     def publish_diagnostics(self) -> None:
         now = self.get_clock().now()
-        self.diagnostics_pub.publish(convert.diagnostic_array_msg(
-            [*self.stats_health.statuses(stamp_s(now)), self.input_loss.status()], now.to_msg(), self.hardware_id))
+        note = self.pipeline.loaded.roofs_note
+        roofs = Status(f"{self.get_name()}: roofs", WARN if note else OK,
+                       note or "the roofs match where the model runs")
+        statuses = [*self.stats_health.statuses(stamp_s(now)), self.input_loss.status(),
+                    worker_status(f"{self.get_name()}: worker", self.worker), roofs]
+        self.diagnostics_pub.publish(convert.diagnostic_array_msg(statuses, now.to_msg(), self.hardware_id))
 
-    def _publish_chart(self, report, model_id: str) -> None:
-        sim = " (SIMULATION)" if self.pipeline.loaded.backend.kind == "virtual" else ""
-        msg = CompressedImage(format="png", data=roofline_png(report, f"{model_id} on {self.device_name}{sim}"))
+    def _publish_chart(self, report: ProfileReport) -> None:
+        sim = " (SIMULATION)" if report.simulated else ""
+        warning = " - ROOFS DO NOT MATCH WHERE IT RUNS" if report.roofs_note else ""
+        msg = CompressedImage(format="png", data=roofline_png(report.analysis,
+                                                              f"{report.model_id} on {self.device_name}{sim}{warning}"))
         msg.header.stamp = self.get_clock().now().to_msg()
         self.chart_pub.publish(msg)
 
     def destroy_node(self) -> None:
-        self._running = False
-        self.pipeline.wake()
-        self._worker.join()  # ends after the frame in hand
+        self.worker.stop()  # ends after the frame in hand
         # No thread may touch the node or the model once they are gone (a C++ terminate otherwise).
         self._background.shutdown(wait=True, cancel_futures=True)
+        self._discard_prepared()
         self.pipeline.close()
         super().destroy_node()
 

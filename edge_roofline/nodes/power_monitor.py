@@ -22,7 +22,8 @@ from edge_roofline.telemetry.stream_health import StreamHealth
 
 PARAMETERS = {
     "platform": ("auto", "auto | jetson | nvml | cpu | virtual:DEVICE (e.g. virtual:agx_orin_64gb)"),
-    "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's --root for tests)"),
+    "sysfs_root": ("/", "root of the sysfs/procfs tree (a live virtual Jetson's root, as `edge-roofline "
+                        "virtual-jetson --root DIR` renders it)"),
     "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable"),
     "sample_rate_hz": (200.0, "upper bound on the power sampling rate (the sensor's own update rate when slower)"),
     "publish_rate_hz": (20.0, "PowerTelemetry publish rate"),
@@ -63,7 +64,11 @@ class PowerMonitor(Node):
                                f"{self.sampler.rate_hz:.1f} Hz ({self.sampler.rate_reason})")
 
     def publish_telemetry(self) -> None:
-        window = self.sampler.take_window()
+        # A tick right after a late one (the timer catching up) finds no reading yet: skipped,
+        # not published as a NaN window (telemetry/sampler.py).
+        window = self.sampler.take_window(defer_empty=True)
+        if window is None:
+            return
         self._last_window = window
         now = self.get_clock().now()
         msg = convert.power_telemetry_msg(window, now.to_msg(), self.identity.model, self._current_point())

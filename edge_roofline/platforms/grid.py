@@ -26,6 +26,12 @@ def preset_envelope(device: DeviceSpec, preset: Preset) -> tuple[float, float, f
             device.snap_emc_freq(preset.emc_max_freq_hz or device.emc_max_freq_hz))
 
 
+def caps_point_name(preset: Preset, cores: int, cpu_hz: float, gpu_hz: float, emc_hz: float) -> str:
+    """The one name of a capped point: a grid point, and the same caps read back from the board
+    by another process, are called alike (the governor's choice and the monitor's reading)."""
+    return f"{preset.name}/c{cores}-cpu{cpu_hz / 1e6:.0f}-gpu{gpu_hz / 1e6:.0f}-emc{emc_hz / 1e6:.0f}"
+
+
 def caps_grid(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_steps: int = 4, emc_steps: int = 3,
               core_options: tuple[int, ...] = ()) -> list[OperatingPoint]:
     """Cores x CPU x GPU x EMC caps inside ``preset``'s envelope, never above its own caps; the
@@ -39,7 +45,6 @@ def caps_grid(device: DeviceSpec, preset: Preset, cpu_steps: int = 4, gpu_steps:
     emcs = spread([f for f in sorted(device.emc_freqs_hz) if emc_top / 8 <= f <= emc_top], emc_steps)
     cores = core_options or (preset.cpu_online_cores, max(1, preset.cpu_online_cores // 2))
     cores = sorted({c for c in cores if 1 <= c <= preset.cpu_online_cores}, reverse=True)
-    return [OperatingPoint(name=f"{preset.name}/c{n}-cpu{c / 1e6:.0f}-gpu{g / 1e6:.0f}-emc{e / 1e6:.0f}",
-                           nvpmodel_id=preset.mode_id, cpu_online_cores=n, cpu_max_freq_hz=c,
-                           gpu_max_freq_hz=g, emc_max_freq_hz=e)
+    return [OperatingPoint(name=caps_point_name(preset, n, c, g, e), nvpmodel_id=preset.mode_id, cpu_online_cores=n,
+                           cpu_max_freq_hz=c, gpu_max_freq_hz=g, emc_max_freq_hz=e)
             for n in cores for c in cpus for g in gpus for e in emcs]

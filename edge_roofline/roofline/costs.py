@@ -192,8 +192,9 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
             resolved[vi.name] = shape
             continue
         if dims is None:
-            raise ShapeError(f"input {vi.name!r} has no shape in the model; give it with "
-                             f"input_shapes / --input {vi.name}=D0,D1,...")
+            raise ShapeError(f"input {vi.name!r} has no shape in the model; export the model with static "
+                             f"shapes, or give it (input_shapes, `edge-roofline analyze MODEL --input "
+                             f"{vi.name}=1x3x224x224`)")
         shape = []
         for i, d in enumerate(dims):
             if d.HasField("dim_value") and (d.dim_value > 0 or (i > 0 and d.dim_value == 0)):
@@ -203,8 +204,9 @@ def _resolve_inputs(proto, batch: int, overrides: dict) -> dict[str, Shape]:
                 batch_used = True
             else:
                 label = d.dim_param or "?"
-                raise ShapeError(f"input {vi.name!r} dimension {i} is symbolic ({label!r}); give "
-                                 f"its shape with input_shapes / --input {vi.name}=D0,D1,...")
+                raise ShapeError(f"input {vi.name!r} dimension {i} is symbolic ({label!r}); export the model "
+                                 f"with static shapes, or give its shape (input_shapes, `edge-roofline analyze "
+                                 f"MODEL --input {vi.name}=1x3x224x224`)")
         resolved[vi.name] = tuple(shape)
     if batch != 1 and not batch_used and not overrides:
         raise ShapeError(f"batch={batch} asked, but every input's leading dimension is static "

@@ -5,6 +5,7 @@ the per-layer roofline of the last report. Decoding uses only the schemas in the
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,8 @@ class RecordingSummary:
     energy_j: float
     energy_per_inference_j: float
     simulated: bool
-    operating_points: list[str]
+    operating_points: list[str]  # as the power monitor read them from the board, in order
+    report_points: list[str] = field(default_factory=list)  # where the roofline reports were profiled
     power_series: list[tuple[float, float]] = field(default_factory=list)  # (t_s, W)
     last_report: object = None  # the last decoded RooflineReport
 
@@ -40,11 +42,21 @@ class RecordingSummary:
                 f"p95 {self.latency_p95_ms:.2f} ms",
                 f"mean power {self.mean_power_w:.2f} W, energy {self.energy_j:.2f} J, "
                 f"energy/inference {self.energy_per_inference_j * 1e3:.2f} mJ",
-                f"operating points: {' -> '.join(self.operating_points) or 'n/a'}"]
+                f"operating points: {' -> '.join(self.operating_points) or 'n/a'}",
+                f"roofline reports at: {' -> '.join(self.report_points) or 'n/a'}"]
 
 
 def _suffix_match(topic: str, wanted: str) -> bool:
     return topic == wanted or topic.endswith("/" + wanted.lstrip("/"))
+
+
+def _changes(names) -> list[str]:
+    """The names in order, each run of repeats once."""
+    changes: list[str] = []
+    for name in names:
+        if name and (not changes or changes[-1] != name):
+            changes.append(name)
+    return changes
 
 
 def read_recording(path: str | Path) -> RecordingSummary:
@@ -67,8 +79,11 @@ def read_recording(path: str | Path) -> RecordingSummary:
                     reports.append(decoded)
     except FileNotFoundError as exc:
         raise RecordingError(f"recording {path} not found") from exc
-    except (McapError, ValueError, OSError) as exc:
-        raise RecordingError(f"{path} is not a readable MCAP recording: {exc}") from exc
+    except (McapError, ValueError, OSError, struct.error, EOFError, KeyError, IndexError) as exc:
+        # mcap reports a damaged file with its own errors, or struct's and Python's
+        why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise RecordingError(f"{path} is not a readable MCAP recording ({why}); "
+                             f"record one with foxglove_bridge mcap_path:=FILE") from exc
     times = [t for t, _ in stats] + [t for t, _ in power]
     if not times:
         raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
@@ -77,16 +92,13 @@ def read_recording(path: str | Path) -> RecordingSummary:
     energy_j = sum(m.window_energy_j for _, m in power if math.isfinite(m.window_energy_j))
     window_s = sum(m.window_energy_j / m.average_power_w for _, m in power
                    if math.isfinite(m.average_power_w) and m.average_power_w > 0)
-    points = []
-    for _, m in power:
-        name = m.operating_point.name or m.nvpmodel_mode
-        if name and (not points or points[-1] != name):
-            points.append(name)
+    points = _changes(m.operating_point.name or m.nvpmodel_mode for _, m in power)
     return RecordingSummary(
         path=str(path), duration_s=max(times) - min(times), inferences=len(stats),
         latency_p50_ms=float(np.percentile(latencies, 50)), latency_p95_ms=float(np.percentile(latencies, 95)),
         mean_power_w=energy_j / window_s if window_s > 0 else math.nan, energy_j=energy_j,
         energy_per_inference_j=energy_j / len(stats) if stats and energy_j > 0 else math.nan,
         simulated=any(m.simulated for _, m in power) or any(m.simulated for _, m in stats),
-        operating_points=points, power_series=[(t, m.average_power_w) for t, m in power],
+        operating_points=points, report_points=_changes(m.operating_point.name for m in reports),
+        power_series=[(t, m.average_power_w) for t, m in power],
         last_report=reports[-1] if reports else None)

@@ -153,8 +153,14 @@ def node_parameters(params: dict[str, dict], name: str, namespace: str = "") -> 
 
 def configured_nodes(params: dict[str, dict]) -> tuple[NodeSpec, ...]:
     """The NODES the parameter file configures: a file without a ``governor`` section (the host
-    CPU demo: nothing to govern) starts no governor."""
-    return tuple(spec for spec in NODES if spec.name in params)
+    CPU demo: nothing to govern) starts no governor. A file that configures none of them is a
+    mistake (an empty file, a typo in every section name), not a suite of nothing: refused."""
+    nodes = tuple(spec for spec in NODES if spec.name in params)
+    if not nodes and "**" not in params:
+        raise ValueError(f"the parameter file configures none of the suite's nodes "
+                         f"({', '.join(spec.name for spec in NODES)}): give each node to start a section "
+                         f"(NODE: ros__parameters: ...), as the shipped config/virtual_agx_orin.yaml does")
+    return nodes
 
 
 def virtual_devices(params: dict[str, dict]) -> dict[str, str]:

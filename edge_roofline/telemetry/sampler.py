@@ -6,6 +6,16 @@ every ``update_interval`` ms; reading faster returns the same value), capped at 
 with the trapezoidal rule (jtop's 0.5 s exponential average is not an energy integral).
 Consumers take *windows*: everything
 measured since the previous window, so a 20 Hz publisher gets exact per-window energy.
+
+A window the publisher takes holds a reading whenever the sampler is delivering them. A ROS timer
+that ran late fires again at once to catch up, and a process short of CPU (another process
+starting on a loaded machine) finds its sampler thread held up too; at the sensor's 13 ms such a
+window held no reading and came out ``avg=nan rate=0.0``, which sent the governor to its
+fallback (issue 23: twice in 50 s). So a window without a reading stays open (the publisher
+skips that tick; the next window covers its time, so no energy is lost) until the sampler has
+been quiet for longer than a working one can be, ``quiet_limit_s``; only then does it come out
+empty, and the stream's diagnostics say why. The publisher never reads the sensor itself: a hung
+bus must stall the sampler thread only.
 """
 
 from __future__ import annotations
@@ -84,6 +94,9 @@ class PowerSampler:
             self.rate_reason = f"{rate_hz:.0f} Hz cap (the sensor updates every {interval_s * 1e3:.1f} ms)"
         self.rate_hz = rate_hz
         self.period_s = 1.0 / rate_hz
+        # The longest a working sampler goes without a reading: three sensor periods, and a
+        # quarter second for a process short of CPU (the governor's telemetry timeout is 1 s).
+        self.quiet_limit_s = max(3 * self.period_s, 0.25)
         self.full_period_s = 1.0 / min(full_rate_hz, rate_hz)
         self._last_full: TelemetrySample | None = None
         self._last_full_s = -math.inf  # on this sampler's clock
@@ -138,10 +151,15 @@ class PowerSampler:
         return replace(full, timestamp_s=power.timestamp_s, rails=tuple(rails.values()),
                        total_power_w=power.total_power_w, source=power.source, missing_rails=power.missing_rails)
 
-    def take_window(self) -> TelemetryWindow:
+    def take_window(self, defer_empty: bool = False) -> TelemetryWindow | None:
+        """Everything measured since the last window. With ``defer_empty``, a window that holds
+        no reading yet (no sample, no error) stays open while younger than ``quiet_limit_s``:
+        None, and the next call's window covers its time."""
         now_s = self.clock.now_s()
         with self._lock:
             duration_s = now_s - self._window_start_s
+            if defer_empty and not (self._window_samples or self._window_errors) and duration_s < self.quiet_limit_s:
+                return None
             window = TelemetryWindow(
                 latest=self._latest(), start_s=self._window_start_s, end_s=now_s,
                 samples=self._window_samples,

@@ -31,7 +31,9 @@ class ConsoleSnapshot:
     target_percentile: float = math.nan
     power_w: float = math.nan
     energy_per_inference_j: float = math.nan
-    operating_point: str = ""
+    operating_point: str = ""  # in force, as the board shows it (the power monitor reads it)
+    report_point: str = ""  # the point the per-layer table was profiled at
+    governor_point: str = ""  # the point the governor set last
     nvpmodel_mode: str = ""
     gpu_freq_hz: float = math.nan
     emc_freq_hz: float = math.nan
@@ -61,10 +63,13 @@ def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
                  f"  | mode {s.nvpmodel_mode or '?'}  point {s.operating_point or '?'}"
                  f"  GPU {_f(s.gpu_freq_hz / 1e6, '.0f', ' MHz')}  EMC {_f(s.emc_freq_hz / 1e6, '.0f', ' MHz')}")
     if s.governor_mode:
-        lines.append(f"governor {s.governor_mode}/{s.governor_state}  switches {s.switches}  last: {s.governor_reason}")
+        lines.append(f"governor {s.governor_mode}/{s.governor_state}  point {s.governor_point or '?'}  "
+                     f"switches {s.switches}  last: {s.governor_reason}")
     if s.layers:
         total_s = sum(l.time_s for l in s.layers) or math.nan
-        lines.append(f"top layers by time ({len(s.layers)} layers):")
+        stale = (f"; the board is at {s.operating_point} now, a new report is due"
+                 if s.operating_point and s.report_point and s.report_point != s.operating_point else "")
+        lines.append(f"top layers by time ({len(s.layers)} layers, profiled at {s.report_point or '?'}{stale}):")
         for layer in sorted(s.layers, key=lambda l: l.time_s, reverse=True)[:top_n]:
             lines.append(f"  {layer.name[:36]:36s} {layer.op_type[:18]:18s} {layer.time_s * 1e3:8.3f} ms "
                          f"{100 * layer.time_s / total_s:5.1f}%  {layer.bound:8s} "

@@ -7,12 +7,24 @@ It is NOT TensorRT: a "serialized engine" is a tagged header plus the ONNX bytes
 ONNX Runtime, "device memory" is host memory. The inspector JSON and the deserialize error
 messages follow the documented / commonly reported formats (see fixtures/README.md); nothing
 here was recorded on hardware. The real path is checked by scripts/trt_smoke.py on a GPU.
+
+CUDA contexts are bound to threads as in the CUDA driver API that pycuda wraps: each thread has
+its own stack of current contexts; ``import pycuda.autoinit`` creates a context and makes it
+current *on the importing thread only*; every pycuda call that needs a context raises pycuda's
+``LogicError ... invalid device context`` on a thread where none is current; memory belongs to
+the context it was allocated in; TensorRT (the CUDA runtime API) uses the thread's current
+context, or the device's primary context where none is current, and an engine runs only in the
+context it was deserialized in, with buffers of that context (TensorRT logs the error and
+``execute`` returns False, as the real one does).
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import sys
+import threading
 import types
 from dataclasses import dataclass, field
 
@@ -33,6 +45,19 @@ class FakeState:
     builds: int = 0
     last_config: dict = field(default_factory=dict)
     memory: dict = field(default_factory=dict)
+    owner: dict = field(default_factory=dict)  # device pointer -> the context it was allocated in
+    threads: threading.local = field(default_factory=threading.local)
+    contexts: list = field(default_factory=list)  # every context made, primary first when retained
+    primary_retains: int = 0
+
+    def stack(self) -> list:
+        if not hasattr(self.threads, "stack"):
+            self.threads.stack = []
+        return self.threads.stack
+
+    def current(self):
+        stack = self.stack()
+        return stack[-1] if stack else None
 
 
 def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
@@ -131,10 +156,15 @@ def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
                                    f"Current Version: {_SERIAL[trt.__version__]}, Serialized Engine "
                                    f"Version: {_SERIAL[built]})")
                 return None
-            return Engine(onnx_bytes)
+            return Engine(onnx_bytes, self.logger)
+
+    def runtime_context():
+        """The CUDA runtime API's context on this thread: the current one, else the primary."""
+        return state.current() or primary()
 
     class Engine:
-        def __init__(self, onnx_bytes):
+        def __init__(self, onnx_bytes, logger):
+            self.cuda_context, self.logger = runtime_context(), logger
             self.model = onnx.load_from_string(onnx_bytes)
             self.session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
             dtypes = {"tensor(float)": np.float32, "tensor(int64)": np.int64}
@@ -181,6 +211,12 @@ def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
             self.addresses[name] = ptr
 
         def _run(self, addresses):
+            here = runtime_context()
+            foreign = [n for n, ptr in addresses.items() if state.owner.get(ptr) is not here]
+            if here is not self.engine.cuda_context or foreign:
+                self.engine.logger.log(1, "1: [executionContext.cpp::enqueueInternal::795] Error Code 1: Cuda "
+                                          "Runtime (invalid resource handle)")
+                return False
             feeds = {}
             for name, mode, shape, dtype in self.engine.io:
                 if mode == "input":
@@ -204,8 +240,53 @@ def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
 
     # ---- pycuda ------------------------------------------------------------------------
     pycuda = types.ModuleType("pycuda")
-    autoinit = types.ModuleType("pycuda.autoinit")
     driver = types.ModuleType("pycuda.driver")
+    pycuda.__path__ = []  # a package, so "import pycuda.autoinit" goes through the finder below
+
+    class LogicError(RuntimeError):
+        """pycuda._driver.LogicError"""
+
+    def need_context(call: str):
+        ctx = state.current()
+        if ctx is None:
+            raise LogicError(f"{call} failed: invalid device context - no currently active context?")
+        return ctx
+
+    class CudaContext:
+        def __init__(self, is_primary=False):
+            self.is_primary, self.detached = is_primary, False
+            state.contexts.append(self)
+
+        def push(self):
+            if self.detached:
+                raise LogicError("cuCtxPushCurrent failed: invalid device context")
+            state.stack().append(self)
+
+        @staticmethod
+        def pop():
+            need_context("cuCtxPopCurrent")
+            state.stack().pop()
+
+        def detach(self):
+            if self in state.stack():
+                raise LogicError("detaching a context that is current on this thread (pop it first)")
+            if self.is_primary:  # reference counted: reset (and made anew by the next retain) at zero
+                state.primary_retains -= 1
+                if state.primary_retains:
+                    return
+                _primary.clear()
+            self.detached = True
+
+        @staticmethod
+        def get_current():
+            return state.current()
+
+    _primary: list = []
+
+    def primary():
+        if not _primary:
+            _primary.append(CudaContext(is_primary=True))
+        return _primary[0]
 
     class Device:
         def __init__(self, index):
@@ -217,34 +298,80 @@ def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
         def compute_capability(self):
             return state.compute_capability
 
+        def make_context(self):
+            ctx = CudaContext()
+            ctx.push()
+            return ctx
+
+        def retain_primary_context(self):
+            state.primary_retains += 1
+            return primary()  # not made current (as the driver's cuDevicePrimaryCtxRetain)
+
     class Allocation:
         def __init__(self, nbytes):
+            ctx = need_context("cuMemAlloc")
             self.ptr = 0x1000 + 0x100 * len(state.memory)
             state.memory[self.ptr] = np.zeros(nbytes, np.uint8)
+            state.owner[self.ptr] = ctx
 
         def __int__(self):
             return self.ptr
 
+        def free(self):
+            need_context("cuMemFree")
+            state.owner.pop(self.ptr, None)
+
     class Stream:
-        handle = 0
+        def __init__(self):
+            self.context = need_context("cuStreamCreate")
+            self.handle = id(self)
 
         def synchronize(self):
-            pass
+            if need_context("cuStreamSynchronize") is not self.context:
+                raise LogicError("cuStreamSynchronize failed: invalid resource handle")
 
-    driver.Device, driver.Stream = Device, Stream
-    driver.mem_alloc = Allocation
-    driver.pagelocked_empty = lambda shape, dtype: np.empty(shape, dtype)
+    def pagelocked_empty(shape, dtype):
+        need_context("cuMemHostAlloc")
+        return np.empty(shape, dtype)
+
+    def check_same(call, dev, stream):
+        ctx = need_context(call)
+        if state.owner.get(int(dev)) is not ctx or (stream is not None and stream.context is not ctx):
+            raise LogicError(f"{call} failed: invalid argument (memory or stream of another context)")
 
     def htod(dev, host, stream=None):
+        check_same("cuMemcpyHtoDAsync", dev, stream)
         state.memory[int(dev)][:] = np.ascontiguousarray(host).view(np.uint8).ravel()
 
     def dtoh(host, dev, stream=None):
+        check_same("cuMemcpyDtoHAsync", dev, stream)
         host.reshape(-1).view(np.uint8)[:] = state.memory[int(dev)]
 
+    driver.Device, driver.Stream, driver.Context, driver.LogicError = Device, Stream, CudaContext, LogicError
+    driver.init = lambda flags=0: None
+    driver.mem_alloc, driver.pagelocked_empty = Allocation, pagelocked_empty
     driver.memcpy_htod_async, driver.memcpy_dtoh_async = htod, dtoh
-    pycuda.autoinit, pycuda.driver = autoinit, driver
-    for name, module in (("tensorrt", trt), ("pycuda", pycuda), ("pycuda.autoinit", autoinit),
-                         ("pycuda.driver", driver)):
+    pycuda.driver = driver
+
+    class AutoinitLoader(importlib.abc.Loader):
+        """``import pycuda.autoinit``: a new context made current on the importing thread only."""
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            module.device = Device(0)
+            module.context = module.device.make_context()
+
+    class AutoinitFinder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "pycuda.autoinit":
+                return importlib.machinery.ModuleSpec(name, AutoinitLoader())
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [AutoinitFinder(), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "pycuda.autoinit", raising=False)
+    for name, module in (("tensorrt", trt), ("pycuda", pycuda), ("pycuda.driver", driver)):
         monkeypatch.setitem(sys.modules, name, module)
     return state
 

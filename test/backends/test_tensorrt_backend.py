@@ -142,3 +142,51 @@ def test_the_gpu_smoke_script_passes_on_the_stand_in(runtime, tmp_path, monkeypa
     assert smoke.main() == 0
     out = capsys.readouterr().out
     assert "FAIL" not in out and "cache hit" in out and "vs ORT" in out
+
+
+def _on_thread(fn):
+    """fn() on a new thread (the inference worker's situation); its result or its exception."""
+    import threading
+    out = {}
+
+    def target():
+        try:
+            out["value"] = fn()
+        except Exception as exc:  # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(60)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def test_a_backend_built_on_one_thread_runs_and_profiles_on_another(runtime, tmp_path, tiny_cnn):
+    """pycuda.autoinit made a context current on the importing thread only: the worker thread
+    that runs the model had none ("invalid device context"). The backend owns its context."""
+    backend = _backend(tmp_path)  # built on the parameter callback's thread ...
+    backend.load(tiny_cnn)
+    feeds = backend.dummy_feeds(seed=3)
+    result = _on_thread(lambda: backend.run(feeds))  # ... run on the inference worker
+    profile = _on_thread(lambda: backend.profile(feeds, runs=2))
+    expected = ort.InferenceSession(tiny_cnn.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_allclose(result.outputs["probs"], expected[0], rtol=1e-6)
+    assert profile.layer_times_s and runtime.current() is None  # nothing left current on this thread
+    _on_thread(backend.close)  # closed by the worker after a switch
+    assert runtime.primary_retains == 0  # the context it retained is released
+
+
+def test_two_backends_on_two_threads_leave_no_context_behind(runtime, tmp_path, tiny_cnn):
+    first, second = _backend(tmp_path), _backend(tmp_path)
+    _on_thread(lambda: first.load(tiny_cnn))
+    second.load(tiny_cnn)
+    feeds = first.dummy_feeds()
+    a = _on_thread(lambda: first.run(feeds))
+    b = second.run(feeds)
+    np.testing.assert_array_equal(a.outputs["probs"], b.outputs["probs"])
+    assert runtime.current() is None
+    first.close()
+    _on_thread(second.close)
+    assert runtime.primary_retains == 0

@@ -65,7 +65,7 @@ def test_without_tensorrt_the_backend_says_what_to_install():
         pytest.skip("tensorrt is installed here")
     except ImportError:
         pass
-    with pytest.raises(BackendError, match="tensorrt and pycuda.*--backend ort or virtual"):
+    with pytest.raises(BackendError, match="tensorrt and pycuda.*use the ort or virtual backend"):
         create_backend("tensorrt")
 
 

@@ -47,3 +47,43 @@ def test_profile_virtual_runs_the_board_at_the_ceilings_operating_point(tmp_path
     board = VirtualBoard("orin_nx_16gb", mode_id=0)
     expected = board.run_inference(analyze_model(zoo.build("tiny_cnn"), precision="fp16"), "fp16").latency_s
     assert doc["totals"]["measured_time_s"] == pytest.approx(expected, rel=0.15)  # run-to-run jitter
+
+
+@pytest.mark.parametrize("content,backend,expected", [
+    (b"this is not protobuf", "ort", "is not a valid ONNX model"),
+    (b"this is not protobuf", "virtual", "is not a valid ONNX model"),
+    (b"", "ort", "is not an ONNX model (no IR version or no nodes)"),
+])
+def test_a_corrupt_model_is_one_line_and_exit_2(tmp_path, capsys, content, backend, expected):
+    """issue 23: `edge-roofline profile corrupt.onnx --backend ort` printed protobuf's DecodeError
+    traceback and exited 1."""
+    bad = tmp_path / "corrupt.onnx"
+    bad.write_bytes(content)
+    assert main(["profile", str(bad), "--backend", backend, "--device", "agx_orin_64gb"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edge-roofline profile: error: ") and expected in err and "zoo:NAME" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_engine_given_to_profile_asks_for_its_onnx(tmp_path, capsys):
+    engine = tmp_path / "model.engine"
+    engine.write_bytes(b"\x00garbage" * 8)
+    assert main(["profile", str(engine), "--backend", "tensorrt"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a TensorRT engine; this needs the ONNX model it was built from" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("runs", ["0", "-3", "x"])
+def test_runs_below_one_is_a_usage_error(capsys, runs):
+    with pytest.raises(SystemExit) as done:
+        main(["profile", "zoo:tiny_cnn", "--runs", runs])
+    assert done.value.code == 2 and "--runs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", [b"", b"junk", b"\x89MCAP0\r\n" + b"\x00" * 5])
+def test_a_damaged_recording_is_one_line_and_exit_2(tmp_path, capsys, content):
+    bad = tmp_path / "session.mcap"
+    bad.write_bytes(content)
+    assert main(["recording", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is not a readable MCAP recording" in err and len(err.splitlines()) == 1

@@ -38,7 +38,8 @@ def test_first_frame_gives_a_report_covering_every_node():
     p.submit(image_frame(0.0))
     result = p.process_next()
     assert result.error == "" and result.outputs and result.report is not None
-    assert {l.name for l in result.report.layers} == {l.name for l in p.loaded.cost.layers}
+    assert {l.name for l in result.report.analysis.layers} == {l.name for l in p.loaded.cost.layers}
+    assert result.report.reason == "start"
     p.submit(image_frame(0.0))
     assert p.process_next().report is None  # profiling is not on the fast path
     p.close()
@@ -88,6 +89,8 @@ def test_failed_model_switch_keeps_the_old_model(tmp_path):
     p.submit(image_frame(0.0))
     assert p.process_next().outputs
     p.switch(InferenceConfig(model=nan_model(tmp_path / "nan.onnx")))
+    assert p.config.model == "zoo:tiny_cnn"  # handed over: the worker swaps before its next frame
+    p.process_next(timeout_s=0.0)
     assert p.config.model.endswith("nan.onnx")
     p.close()
 
@@ -96,7 +99,9 @@ def test_wrong_tensor_name_names_the_expected_ones():
     p = pipeline(profile_every_frames=0, profile_every_s=0)
     p.submit(Frame(arrival_s=0.0, tensors={"images": np.zeros((1, 3, 64, 64), np.float32)}))
     result = p.process_next()
-    assert "unknown input tensor name(s) 'images'" in result.error and result.counters.errors == 1
+    # The input cannot feed the model: rejected, like a bad image (the backend did not fail).
+    assert "unknown input tensor name(s) 'images'" in result.error and result.counters.rejected == 1
+    assert result.counters.failed == 0
     p.close()
 
 

@@ -176,3 +176,54 @@ def test_power_at_the_full_rate_clocks_and_temperatures_at_the_slow_rate():
     latest = sampler.take_window().latest
     assert latest.total_power_w == pytest.approx(10.0 + 0.995)
     assert latest.temperatures_c["gpu-thermal"] == pytest.approx(50.0 + 0.9)
+
+
+def test_a_tick_right_after_a_late_one_does_not_close_an_empty_window():
+    """The NaN glitch (issue 23): a ROS timer that ran late fires again at once, or the sampler
+    thread was held up with its process; no new reading yet. The window stays open instead of
+    coming out NaN, and the next one covers its time."""
+    clock = SimClock()
+    sampler = PowerSampler(ScriptedPlatform(clock, power_w=lambda t: 10.0, update_interval_s=0.013), clock=clock)
+    sampler.sample_once()
+    clock.advance(0.013)
+    sampler.sample_once()
+    clock.advance(0.040)  # the tick ran late ...
+    late = sampler.take_window(defer_empty=True)
+    assert late.samples == 2 and late.average_power_w == pytest.approx(10.0)
+    clock.advance(0.003)  # ... and the catch-up tick comes 3 ms after it, before any reading
+    assert sampler.take_window(defer_empty=True) is None
+    clock.advance(0.150)  # the process was short of CPU: still none, still under the quiet limit
+    assert sampler.take_window(defer_empty=True) is None
+    sampler.sample_once()
+    clock.advance(0.010)
+    window = sampler.take_window(defer_empty=True)
+    assert window.samples == 1 and window.duration_s == pytest.approx(0.163)
+    assert window.average_power_w == pytest.approx(10.0) and window.sample_rate_hz > 0
+
+
+def test_a_hung_sensor_stalls_the_sampler_not_the_publisher():
+    """A read that never returns (a hung I2C bus) holds up the sampler thread only: the publisher
+    never reads the sensor itself, and past the quiet limit the window comes out empty."""
+    clock = SimClock()
+    sampler = PowerSampler(ScriptedPlatform(clock, update_interval_s=0.013), clock=clock)
+    sampler.sample_once()
+    sampler.take_window(defer_empty=True)
+    calls = sampler.platform.calls
+    clock.advance(sampler.quiet_limit_s + 0.001)
+    stalled = sampler.take_window(defer_empty=True)
+    assert sampler.platform.calls == calls
+    assert stalled.samples == 0 and math.isnan(stalled.average_power_w)
+
+
+def test_a_slow_sensor_gives_no_empty_windows_between_its_readings():
+    """A sensor slower than the publisher (100 ms vs 50 ms): every other window used to be NaN."""
+    clock = SimClock()
+    sampler = PowerSampler(ScriptedPlatform(clock, power_w=lambda t: 5.0, update_interval_s=0.1), clock=clock)
+    windows = []
+    for tick in range(40):  # 2 s of 20 Hz publishing, a reading every other tick
+        if tick % 2 == 0:
+            sampler.sample_once()
+        clock.advance(0.05)
+        windows.append(sampler.take_window(defer_empty=True))
+    published = [w for w in windows if w is not None]
+    assert len(published) == 20 and all(w.samples == 1 for w in published)

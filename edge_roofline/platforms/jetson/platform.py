@@ -14,10 +14,10 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.platforms.base import (ApplyError, DeviceIdentity, OperatingPoint, OperatingPointError, Platform,
                                           PlatformError, RebootRequiredError, TelemetrySample)
-from edge_roofline.platforms.grid import caps_grid, preset_envelope
+from edge_roofline.platforms.grid import caps_grid, caps_point_name, preset_envelope
 from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
-from edge_roofline.platforms.jetson.files import read_int, read_text, under
+from edge_roofline.platforms.jetson.files import read_hz, read_int, read_text, under
 from edge_roofline.platforms.jetson.board_facts import board_device
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
@@ -123,29 +123,45 @@ class JetsonPlatform(Platform):
         self._last_stat = cpu.read_proc_stat(self.root)
         self._preset = self._presets[self.nvpmodel.query().mode_id]
         self._point = self._live_point()
+        if self._point.has_caps:  # caps found at start are named as what they are to this process
+            self._point = self._point.with_caps(name=f"{self._preset.name} (custom caps)")
         self.found_state = self._read_cap_files()
         self._found_point = self._point
 
     def _live_point(self) -> OperatingPoint:
         """The point in force as the files show it: the plain preset when its caps are the
         preset's own, else the preset with the caps someone set (so a governor that found custom
-        caps records, and puts back, exactly those)."""
+        caps records, and puts back, exactly those), named as the caps grid names it, so a point
+        the governor set reads back under the governor's name in another process. A lean read:
+        the online flags, one core's cpufreq cap, the GPU's devfreq cap and the EMC cap."""
         plain = OperatingPoint(name=self._preset.name, nvpmodel_id=self._preset.mode_id)
         d = self.device
-        online = [s for s in (cpu.read_core(self.root, c) for c in self._cores) if s.online]
-        cpu_max = online[0].max_freq_hz if online else None
-        gpu_max = gpu.read_gpu(self._gpu).max_freq_hz if self._gpu else None
+        online_files, max_files = self._point_files()
+        online = [c for c in self._cores if online_files[c] is None or read_int(online_files[c]) in (None, 1)]
+        cpu_max = read_hz(max_files[online[0]], _KHZ) if online else None
+        gpu_max = read_hz(self._gpu.devfreq_dir / "max_freq") if self._gpu else None
         emc_file = self._emc_cap_file()
         emc_cap = read_int(emc_file) if emc_file else None
         live = plain.with_caps(cpu_online_cores=len(online) or None, cpu_max_freq_hz=cpu_max,
                                gpu_max_freq_hz=gpu_max, emc_max_freq_hz=float(emc_cap) if emc_cap else None)
-        if resolved_caps(d, self._preset, live) == resolved_caps(d, self._preset, plain):
+        resolved = resolved_caps(d, self._preset, live)
+        if resolved == resolved_caps(d, self._preset, plain):
             return plain
         try:
             validate_point(d, self._preset, live)
         except OperatingPointError:  # caps outside the tables: nothing we could put back exactly
             return plain
-        return live.with_caps(name=f"{self._preset.name} (custom caps)")
+        return live.with_caps(name=caps_point_name(self._preset, resolved.cpu_online_cores, resolved.cpu_max_freq_hz,
+                                                   resolved.gpu_max_freq_hz, resolved.emc_max_freq_hz))
+
+    def _point_files(self) -> tuple[dict, dict]:
+        """Each core's online flag (None: cpu0 has none) and cpufreq cap, as paths built once:
+        building them costs more than reading them."""
+        if not hasattr(self, "_point_paths"):
+            dirs = {c: cpu.core_dir(self.root, c) for c in self._cores}
+            self._point_paths = ({c: d / "online" if (d / "online").exists() else None for c, d in dirs.items()},
+                                 {c: d / "cpufreq/scaling_max_freq" for c, d in dirs.items()})
+        return self._point_paths
 
     # -- cap files ---------------------------------------------------------------------------
     def _cap_files(self) -> list[Path]:
@@ -202,7 +218,24 @@ class JetsonPlatform(Platform):
         return points if self._switch_modes else [p for p in points if p.nvpmodel_id == self._preset.mode_id]
 
     def current_operating_point(self) -> OperatingPoint:
+        """The point in force, read from the board at every call (nvpmodel's status file, the cap
+        files): another process (the governor, nvpmodel by hand) may have moved it since. The
+        point this platform applied keeps its name while the board still shows its caps."""
+        self._follow_mode()
+        self._point = self._known_or_live()
         return self._point
+
+    def _known_or_live(self) -> OperatingPoint:
+        """The point the files show, as the point this platform applied or found at start when
+        the files show that one (so it keeps its name), else as read."""
+        live = self._live_point()
+        shown = resolved_caps(self.device, self._preset, live).with_caps(name="")
+        for known in (self._point, self._found_point):
+            mode = self._preset.mode_id if known.nvpmodel_id is None else known.nvpmodel_id
+            if mode == self._preset.mode_id and \
+                    resolved_caps(self.device, self._preset, known).with_caps(name="", nvpmodel_id=mode) == shown:
+                return known
+        return live
 
     def _validate(self, point: OperatingPoint) -> Preset:
         preset = validate_point(self.device, self._preset, point)
@@ -241,7 +274,7 @@ class JetsonPlatform(Platform):
                 and preset.emc_max_freq_hz is None
             failed += self._write_all([(emc_file, "0" if uncapped else str(int(caps.emc_max_freq_hz)))])
         if failed:
-            self._point = self._live_point()
+            self._point = self._known_or_live()
             raise ApplyError(f"{len(failed)} cap writes failed (the others done): {'; '.join(failed)}")
         self._point = point
 
@@ -348,7 +381,7 @@ class JetsonPlatform(Platform):
                     written.append(_short(path, value))
                 except ApplyError as exc:
                     failed.append(str(exc))
-        self._point = self._live_point()
+        self._point = self._known_or_live()
         summary = f"{', '.join(written) or 'nothing'}; {len(record['files']) - tried} cap files already were"
         if failed:
             raise ApplyError(f"could not restore as found: {'; '.join(failed)}; restored {found.name} as found "
