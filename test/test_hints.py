@@ -24,11 +24,10 @@ import shlex
 import pytest
 
 from edge_roofline.cli import build_parser
-from edge_roofline.suite.spec import ARGUMENTS
 from test.test_layers import MODULES, REPO, internal_edges
+from test.test_readme_commands import LAUNCH_ARGUMENTS
 
 ARG = "\x00"  # an f-string field
-LAUNCH_ARGUMENTS = {"params_file", "namespace", *ARGUMENTS}
 ROS_FLAGS = {"--ros-args", "--params-file"}
 NODE_MODULES = {m for m in MODULES if m.startswith("edge_roofline.nodes.") and "def main(" in MODULES[m].read_text()}
 COMMAND_MODULES = {m for m in MODULES if m.startswith("edge_roofline.commands.") and not m.endswith("__init__")

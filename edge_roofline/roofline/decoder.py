@@ -129,8 +129,8 @@ class DecoderSignature:
                     shape.append(by_name[symbol])
                 else:
                     raise DecoderError(f"input {name!r} dimension {axis} ({symbol or '?'!r}) is "
-                                       f"symbolic and no length names it; give its shape with "
-                                       f"--input {name}=D0x... / input_shapes")
+                                       f"symbolic and no length names it; give its shape (input_shapes, "
+                                       f"`edge-roofline analyze MODEL --input {name}=D0xD1...`)")
             shapes[name] = tuple(shape)
         return shapes
 

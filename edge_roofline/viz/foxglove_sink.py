@@ -87,7 +87,8 @@ def _start_server(name: str, host: str, port: int, context: foxglove.Context):
     except RuntimeError as exc:  # foxglove-sdk raises FoxgloveError as RuntimeError
         if "in use" in str(exc):
             raise FoxgloveServerError(
-                f"Foxglove port {port} on {host} is in use (another Foxglove bridge, or edge-roofline demo?): give "
-                "this bridge another port (its port parameter, -p port:=0 for any free one), record only with "
-                "-p serve:=false, or start the suite without a bridge (edge-roofline demo --no-foxglove)") from None
+                f"Foxglove port {port} on {host} is in use (another Foxglove bridge, or a running `edge-roofline "
+                "demo`): give this bridge another port (its port parameter, -p port:=0 for any free one), record "
+                "only with -p serve:=false, or start the suite without a bridge (edge-roofline demo "
+                "--no-foxglove)") from None
         raise FoxgloveServerError(f"Foxglove server on {host}:{port} could not start: {exc}") from None
