@@ -14,7 +14,7 @@ from edge_roofline.msg import RooflineReport
 from edge_roofline.paths import config_file
 from edge_roofline.ros import topics
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
-from test.suite.test_up_foxglove import decode, free_port, receive
+from test.suite.test_foxglove_client import decode, free_port, receive
 
 
 def test_reports_come_without_a_camera_and_reach_a_late_foxglove_client(board, ros_env, tmp_path):
