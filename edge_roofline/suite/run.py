@@ -14,7 +14,7 @@ from edge_roofline.paths import config_file
 from edge_roofline.suite.env import localhost_environment
 from edge_roofline.suite.parameters import declared_parameters
 from edge_roofline.suite.signals import StopSignals, ignore_stop_signals
-from edge_roofline.suite.spec import BRIDGE, NODES, configured_nodes, load_params, suite_plan, virtual_devices
+from edge_roofline.suite.spec import BRIDGE, load_params, suite_plan, virtual_devices
 from edge_roofline.suite.supervisor import Supervisor, env_with_repo
 from edge_roofline.virtual.live import LiveVirtualJetson
 
@@ -63,10 +63,6 @@ def _run(config, extras, record, duration_s, log_dir, overrides, stop: StopSigna
     params_path = config_file(config)
     params = load_params(params_path)
     plan = suite_plan(params, extras=extras, record=record, overrides=overrides)
-    if not configured_nodes(params):
-        raise ValueError(f"parameter file {params_path} configures none of the suite's nodes "
-                         f"({', '.join(s.name for s in NODES)}): add a section per node "
-                         "(node_name: {ros__parameters: {...}}), or start from a shipped one (config/)")
     bridge = next((start for start in plan if start.spec.name == BRIDGE), None)
     if bridge is not None:
         _check_foxglove_port(params, bridge.overrides)

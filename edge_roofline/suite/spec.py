@@ -154,9 +154,10 @@ def node_parameters(params: dict[str, dict], name: str, namespace: str = "") -> 
 def configured_nodes(params: dict[str, dict]) -> tuple[NodeSpec, ...]:
     """The NODES the parameter file configures: a file without a ``governor`` section (the host
     CPU demo: nothing to govern) starts no governor. A file that configures none of them is a
-    mistake (an empty file, a typo in every section name), not a suite of nothing: refused."""
+    mistake (an empty file, a typo in every section name, only a ``/**`` section), not a suite of
+    nothing: refused."""
     nodes = tuple(spec for spec in NODES if spec.name in params)
-    if not nodes and "**" not in params:
+    if not nodes:
         raise ValueError(f"the parameter file configures none of the suite's nodes "
                          f"({', '.join(spec.name for spec in NODES)}): give each node to start a section "
                          f"(NODE: ros__parameters: ...), as the shipped config/virtual_agx_orin.yaml does")

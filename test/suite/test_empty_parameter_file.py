@@ -15,7 +15,8 @@ def test_a_file_configuring_no_node_is_refused():
     with pytest.raises(ValueError, match="configures none of the suite's nodes .*power_monitor, inference, governor"):
         configured_nodes({"consloe": {"period_s": 1.0}})
     assert [s.name for s in configured_nodes({"inference": {}})] == ["inference"]
-    assert configured_nodes({"**": {"use_sim_time": False}}) == ()  # a wildcard section: the nodes' defaults
+    with pytest.raises(ValueError, match="configures none"):  # a wildcard section alone names no node to start
+        configured_nodes({"**": {"use_sim_time": False}})
 
 
 @pytest.mark.parametrize("text", ["", "# nothing here\n", "power_monitr:\n  ros__parameters:\n    platform: cpu\n"])

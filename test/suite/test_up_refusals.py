@@ -34,16 +34,6 @@ def test_an_unknown_extra_is_one_line(ros_env):
                                    "choose from synthetic_camera, console, foxglove_bridge"), done.stderr
 
 
-def test_a_parameter_file_that_configures_no_node_is_refused(ros_env, tmp_path):
-    empty = tmp_path / "empty.yaml"
-    empty.write_text("# nothing yet\n")
-    done = run_cli("up", "--config", str(empty), "--duration", "1", env=ros_env)
-    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
-    assert done.stderr.strip().startswith(f"edge-roofline up: error: parameter file {empty} configures none of "
-                                          "the suite's nodes (power_monitor, inference, governor)"), done.stderr
-    assert "started" not in done.stdout
-
-
 def test_a_second_bridge_on_a_taken_port_is_one_line(ros_env):
     """As a second bridge beside a running demo: one line naming the port parameter, recording
     only (serve:=false) and --no-foxglove; exit 2."""
