@@ -41,7 +41,8 @@ def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceili
 
 def generation_config(p: Mapping, platform: Platform | None) -> GenerationConfig:
     """The generation node's validated GenerationConfig (the platform for the virtual backend)."""
-    options = {"platform": platform, "precision": p["precision"]} if p["backend"] == "virtual" else {}
+    options = ({"platform": platform, "precision": p["precision"]} if p["backend"] == "virtual"
+               else {"intra_op_threads": p["ort_threads"]})
     config = GenerationConfig(
         model=p["model"], backend=p["backend"], precision=p["precision"], tokenizer=p["tokenizer"],
         max_new_tokens=p["max_new_tokens"], max_new_tokens_limit=p["max_new_tokens_limit"],
