@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from edge_roofline.paths import config_dirs
-from edge_roofline.ros.topics import LLM_NAMESPACE, POWER_TELEMETRY
+from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
@@ -99,12 +99,17 @@ def suite_plan(params: dict[str, dict], *, extras=(), record: str | Path = "",
     overrides = overrides or {}
     nodes = configured_nodes(params) + extra_nodes(extras)
     plan = [_start(spec, params, overrides.get(spec.name, {}), namespace) for spec in nodes]
+    bridge = next((s for s in plan if s.spec.name == BRIDGE), None)
     if record:
-        bridge = next((s for s in plan if s.spec.name == BRIDGE), None)
         if bridge is None:
-            bridge = Start(next(s for s in EXTRAS if s.name == BRIDGE), {**overrides.get(BRIDGE, {}), "serve": False})
+            bridge = _start(next(s for s in EXTRAS if s.name == BRIDGE), params,
+                            {**overrides.get(BRIDGE, {}), "serve": False}, namespace)
             plan.append(bridge)
         bridge.overrides["mcap_path"] = str(Path(record).expanduser().resolve())
+    # A language model's topics (in its own namespace) are forwarded too, unless the file names the topics.
+    if bridge is not None and any(s.spec.namespace == LLM_NAMESPACE for s in plan) \
+            and "topics" not in {**node_parameters(params, BRIDGE, namespace), **bridge.overrides}:
+        bridge.overrides["topics"] = [*TYPES, *LLM_TYPES]
     return plan
 
 

@@ -130,3 +130,10 @@ def test_a_language_model_starts_in_a_namespace_of_its_own():
     assert own.overrides["power_topic"] == "/elsewhere"
     cmd = node_command("generation", "generation", "f.yaml", {}, generation.namespace)
     assert cmd[cmd.index("__ns:=/robot1/llm") - 1] == "-r"
+
+    # Recording or serving Foxglove beside it: the bridge forwards its topics too, in the suite's namespace.
+    plan = suite_plan(params, extras="foxglove_bridge", namespace="robot1")
+    assert plan[-1].namespace == "robot1" and "llm/generation/tokens" in plan[-1].overrides["topics"]
+    recorder = suite_plan(params, record="run.mcap", namespace="robot1")[-1]
+    assert recorder.namespace == "robot1" and "llm/inference/stats" in recorder.overrides["topics"]
+    assert "topics" not in suite_plan(load_params(REPO / "config" / "agx_orin.yaml"), record="run.mcap")[-1].overrides
