@@ -45,7 +45,7 @@ def _nodes(context):
     value = {name: LaunchConfiguration(name).perform(context) for name in (*SUITE_ARGUMENTS, *ARGUMENTS)}
     value["params_file"] = str(config_file(value["params_file"]).resolve())  # as up --config: a name in config/ too
     params = load_params(value["params_file"])
-    plan = suite_plan(params, extras=value["with"], record=value["record"],
+    plan = suite_plan(params, extras=value["with"], record=value["record"], namespace=value["namespace"],
                       overrides=argument_overrides({arg: value[arg] for arg in ARGUMENTS}))
     actions = [ExecuteProcess(cmd=["edge-roofline", "virtual-jetson", "--device", device, "--root", root],
                               name=f"virtual_jetson_{device}", output="screen")
@@ -53,7 +53,7 @@ def _nodes(context):
     # The file as ROS reads it, then its section for the node (which ROS would not apply in a
     # namespace), then the arguments.
     actions += [Node(package=PACKAGE, executable=start.spec.executable, name=start.spec.name,
-                     namespace=value["namespace"],
+                     namespace=start.namespace,
                      parameters=[value["params_file"],
                                  _typed(node_parameters(params, start.spec.name, value["namespace"])),
                                  _typed(start.overrides)],

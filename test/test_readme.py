@@ -11,7 +11,8 @@ from edge_roofline.cli import build_parser
 REPO = Path(__file__).resolve().parent.parent
 NODES_DOC = (REPO / "docs" / "nodes.md").read_text()
 ALL_DOCS = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
-NODES = ["inference", "power_monitor", "governor", "synthetic_camera", "console", "foxglove_bridge", "latency_probe"]
+NODES = ["inference", "power_monitor", "governor", "synthetic_camera", "console", "foxglove_bridge", "latency_probe",
+         "generation"]
 
 
 @pytest.mark.parametrize("node", NODES)

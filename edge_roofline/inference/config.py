@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
+from edge_roofline.inference.generation_requests import GenerationConfig
 from edge_roofline.inference.pipeline import InferenceConfig
 from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.platforms.base import Platform
@@ -36,3 +37,18 @@ def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceili
     if p["device"]:
         return device_ceilings(p["device"], precision, p["engine"], platform)
     return host_cpu_ceilings()
+
+
+def generation_config(p: Mapping, platform: Platform | None) -> GenerationConfig:
+    """The generation node's validated GenerationConfig (the platform for the virtual backend)."""
+    options = ({"platform": platform, "precision": p["precision"]} if p["backend"] == "virtual"
+               else {"intra_op_threads": p["ort_threads"]})
+    config = GenerationConfig(
+        model=p["model"], backend=p["backend"], precision=p["precision"], tokenizer=p["tokenizer"],
+        max_new_tokens=p["max_new_tokens"], max_new_tokens_limit=p["max_new_tokens_limit"],
+        max_prompt_tokens=p["max_prompt_tokens"], max_context=p["max_context"], eos_token_id=p["eos_token_id"],
+        temperature=p["temperature"], queue_depth=p["queue_depth"], profile_every_requests=p["profile_every_requests"],
+        profile_every_s=p["profile_every_s"], profile_budget_fraction=p["profile_budget_fraction"],
+        report_prompt_tokens=p["report_prompt_tokens"], backend_options=options)
+    config.validate()
+    return config

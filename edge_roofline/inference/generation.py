@@ -38,8 +38,10 @@ class TokenEvent:
     phase: str          # "prefill" (the first token) | "decode"
     new_tokens: int     # tokens the step fed (the prompt, or 1)
     context: int        # tokens in the KV cache before the step
-    step_s: float       # the step's time: the backend run, sampling and cache hand-over
+    step_s: float       # the step's time: the backend run, sampling and cache hand-over (a
+                        # simulated backend: the time it reports, the board's)
     since_start_s: float  # from the request's start to this token
+    stop_reason: str = ""  # on the request's last token: "eos" | "length" | "context"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,9 @@ class Generator:
             backend = create_backend("ort", providers=["CPUExecutionProvider"])
         self.backend = backend
         self.backend.load(self.model)
+        # A simulated backend (the virtual Jetson) reports the device's time for each step; this
+        # host's own time computing the outputs stands for that and is not counted.
+        self.simulated = getattr(self.backend, "kind", "") == "virtual"
         self.clock = clock or Clock()
         self.max_context = max_context
         self._dtypes = {t.name: np.dtype(t.dtype) for t in self.backend.inputs()}
@@ -130,7 +135,19 @@ class Generator:
                 raise GenerationError(f"input {name!r}: this loop feeds input_ids, position_ids, "
                                       f"a 2-D attention_mask and the KV cache, nothing else")
 
-    def _feeds(self, tokens: Sequence[int], context: int, past: dict[str, np.ndarray]) -> dict:
+    @property
+    def vocab_size(self) -> int | None:
+        """The logits' last dimension when the graph fixes it (token ids must be below it)."""
+        shape = next(t.shape for t in self.backend.outputs() if t.name == self._logits)
+        return shape[-1] if shape and isinstance(shape[-1], int) and shape[-1] > 0 else None
+
+    def step_feeds(self, new_tokens: int, context: int) -> dict:
+        """The inputs of one step of ``new_tokens`` at ``context`` (token 0, an all-zero cache):
+        a step of that size to profile, without a request."""
+        return self._feeds([0] * new_tokens, context, {}, zero_cache=True)
+
+    def _feeds(self, tokens: Sequence[int], context: int, past: dict[str, np.ndarray],
+               zero_cache: bool = False) -> dict:
         sig = self.signature
         n = len(tokens)
         shapes = sig.input_shapes(n, context)
@@ -144,7 +161,7 @@ class Generator:
             else:  # an all-ones attention mask over cache and new tokens
                 feeds[name] = np.ones(shape, dtype=self._dtypes[name])
         for name in sig.past_inputs:
-            feeds[name] = past[name] if context else np.zeros(shapes[name], self._dtypes[name])
+            feeds[name] = past[name] if context and not zero_cache else np.zeros(shapes[name], self._dtypes[name])
         return feeds
 
     def stream(self, prompt: Sequence[int], max_new_tokens: int, *, eos_token_id: int | None = None,
@@ -158,6 +175,7 @@ class Generator:
             raise GenerationError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         rng = np.random.default_rng(seed)
         started_s = self.clock.now_s()
+        simulated_s = 0.0  # a simulated backend's time since the start
         past: dict[str, np.ndarray] = {}
         feed, context = prompt, 0
         for index in range(max_new_tokens):
@@ -166,20 +184,39 @@ class Generator:
             step_start_s = self.clock.now_s()
             try:
                 result = self.backend.run(self._feeds(feed, context, past))
+                logits = np.asarray(result.outputs[self._logits])[0, -1]
             except Exception as exc:  # noqa: BLE001 - the backend's own error types vary
                 raise GenerationError(f"step {index} (context {context}, {len(feed)} new "
                                       f"tokens) failed: {exc}") from exc
-            logits = np.asarray(result.outputs[self._logits])[0, -1]
             token = _choose(logits, temperature, rng)
             past = {p: result.outputs[o] for p, o in self._cache_map.items()}
             now_s = self.clock.now_s()
+            if self.simulated:
+                step_s = result.latency_s
+                simulated_s += step_s
+            else:
+                step_s = now_s - step_start_s
             yield TokenEvent(index=index, token_id=token, phase="decode" if index else "prefill",
-                             new_tokens=len(feed), context=context,
-                             step_s=now_s - step_start_s, since_start_s=now_s - started_s)
+                             new_tokens=len(feed), context=context, step_s=step_s,
+                             since_start_s=simulated_s if self.simulated else now_s - started_s,
+                             stop_reason=self._stop_reason(token, index, context + len(feed),
+                                                           max_new_tokens, eos_token_id))
             if token == eos_token_id:
                 return
             context += len(feed)
             feed = [token]
+
+    def _stop_reason(self, token: int, index: int, context_after: int, max_new_tokens: int,
+                     eos_token_id: int | None) -> str:
+        """Why the request ends after this token ("" when it goes on): the stream knows it before
+        it yields, so the last token can say so."""
+        if token == eos_token_id:
+            return "eos"
+        if index + 1 >= max_new_tokens:
+            return "length"
+        if self.max_context is not None and context_after + 1 > self.max_context:
+            return "context"
+        return ""
 
     def generate(self, prompt: Sequence[int], max_new_tokens: int, *, eos_token_id: int | None = None,
                  temperature: float = 0.0, seed: int = 0) -> Generation:
@@ -187,17 +224,13 @@ class Generator:
         events = tuple(self.stream(prompt, max_new_tokens, eos_token_id=eos_token_id,
                                    temperature=temperature, seed=seed))
         finished_s = self.clock.now_s()
-        if events and events[-1].token_id == eos_token_id:
-            reason = "eos"
-        elif len(events) == max_new_tokens:
-            reason = "length"
-        else:
-            reason = "context"
+        total_s = events[-1].since_start_s if self.simulated and events else finished_s - started_s
         stats = GenerationStats(
             prompt_tokens=len(prompt), output_tokens=len(events),
             ttft_s=events[0].since_start_s if events else 0.0,
-            tpot_s=tuple(e.step_s for e in events[1:]), total_s=finished_s - started_s,
-            started_s=started_s, finished_s=finished_s, stop_reason=reason)
+            tpot_s=tuple(e.step_s for e in events[1:]), total_s=total_s,
+            started_s=started_s, finished_s=finished_s,
+            stop_reason=events[-1].stop_reason if events else "context")
         return Generation(prompt=tuple(int(t) for t in prompt),
                           tokens=tuple(e.token_id for e in events), events=events, stats=stats)
 

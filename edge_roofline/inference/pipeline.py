@@ -26,7 +26,7 @@ from edge_roofline.backends.base import InferenceBackend, InputShapeError, Tenso
 from edge_roofline.clock import Clock
 from edge_roofline.inference.serving import Frame, InferenceConfig, LoadedModel, describe
 from edge_roofline.inference.preprocess import ImageError
-from edge_roofline.inference.schedule import MODEL_SWITCH, POINT_CHANGE, START, ProfileSchedule
+from edge_roofline.inference.schedule import MODEL_SWITCH, POINT_CHANGE, START, PointWatch, ProfileSchedule
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.model import RooflineAnalysis
@@ -102,10 +102,7 @@ class InferencePipeline:
         self._pending: LoadedModel | None = None
         self._frame_index = 0
         self.schedule = self._schedule(config)
-        self.point_source, self.point_poll_s = point_source, point_poll_s
-        self._last_poll_s = -float("inf")
-        self._polled_point: Any = None
-        self._report_point: Any = None  # the point of the last report
+        self.points = PointWatch(point_source, point_poll_s, self.note_error)
         self.last_report: ProfileReport | None = None
 
     def _schedule(self, config: InferenceConfig, first: str = START) -> ProfileSchedule:
@@ -197,22 +194,11 @@ class InferencePipeline:
                 self._cond.wait(timeout_s)
             return self._queue.popleft() if self._queue and self._pending is None else None
 
-    def _poll_point(self, now_s: float) -> None:
-        if self.point_source is None or now_s - self._last_poll_s < self.point_poll_s:
-            return
-        self._last_poll_s = now_s
-        try:
-            self._polled_point = self.point_source()
-        except Exception as exc:  # noqa: BLE001 - a board read failing must not stop serving
-            self.note_error(f"cannot read the operating point: {describe(exc)}")
-            return
-        if self.last_report is not None and self._polled_point != self._report_point:
-            self.schedule.request(POINT_CHANGE)
-
     def process_next(self, timeout_s: float = 0.1) -> FrameResult | None:
         """Serve the next frame; None when none came within ``timeout_s``."""
         self._adopt_pending()
-        self._poll_point(self.clock.now_s())
+        if self.points.poll(self.clock.now_s()):
+            self.schedule.request(POINT_CHANGE)
         frame = self._take(timeout_s)
         return None if frame is None else self._serve(frame, self.loaded)
 
@@ -284,7 +270,7 @@ class InferencePipeline:
         """A profiled run joined to the roofs in force, with the operating point read now."""
         start_s = self.clock.now_s()
         try:
-            point = self.point_source() if self.point_source is not None else None
+            point = self.points.read()
             profile = loaded.backend.profile(feeds, runs=loaded.config.profile_runs)
             analysis = self.join_profile(loaded.cost, profile, loaded.ceilings())
         except Exception as exc:  # noqa: BLE001 - the backend boundary: ORT's own types, a board read
@@ -298,7 +284,7 @@ class InferencePipeline:
         cost_s = (max(0.0, end_s - start_s - run_s * loaded.config.profile_runs)
                   + getattr(loaded.backend, "profiler_prepare_s", 0.0))
         self.schedule.done(start_s, end_s, cost_s)
-        self._report_point = self._polled_point = point
+        self.points.reported(point)
         self.last_report = ProfileReport(analysis, loaded.config.model, loaded.backend.kind,
                                          loaded.backend.kind == "virtual", profile.runs, reason, point, cost_s,
                                          loaded.roofs_note)

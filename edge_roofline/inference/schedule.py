@@ -12,6 +12,7 @@ none yet (start, switch) is never held back: without it the model has no rooflin
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 START = "start"
 MODEL_SWITCH = "model switch"
@@ -66,3 +67,38 @@ class ProfileSchedule:
     def min_interval_s(self) -> float:
         """The shortest spacing the budget allows at the last measured cost."""
         return self.last_cost_s / self.budget_fraction if self.budget_fraction > 0 else math.inf
+
+
+class PointWatch:
+    """The operating point in force, read from the board (``source``; None: no platform) at most
+    every ``poll_s`` between units of work, never cached for a report: another process (the
+    governor, nvpmodel by hand) moves it. ``poll`` says when it differs from the last report's."""
+
+    def __init__(self, source: Callable[[], Any] | None, poll_s: float,
+                 on_error: Callable[[str], None]) -> None:
+        self.source, self.poll_s, self.on_error = source, poll_s, on_error
+        self._last_poll_s = -math.inf
+        self._polled: Any = None
+        self._reported: Any = None
+        self._has_report = False
+
+    def poll(self, now_s: float) -> bool:
+        """True when the point read now differs from the last report's (a report is due)."""
+        if self.source is None or now_s - self._last_poll_s < self.poll_s:
+            return False
+        self._last_poll_s = now_s
+        try:
+            self._polled = self.source()
+        except Exception as exc:  # noqa: BLE001 - a board read failing must not stop serving
+            self.on_error(f"cannot read the operating point: {type(exc).__name__}: {exc}")
+            return False
+        return self._has_report and self._polled != self._reported
+
+    def read(self) -> Any:
+        """The point in force now, for a report (raises what the board read raises)."""
+        return self.source() if self.source is not None else None
+
+    def reported(self, point: Any) -> None:
+        """A report was made at ``point``."""
+        self._reported = self._polled = point
+        self._has_report = True

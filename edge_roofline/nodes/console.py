@@ -10,15 +10,17 @@ import numpy as np
 from rclpy.node import Node
 
 from edge_roofline.ros import topics
-from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry, RooflineReport
+from edge_roofline.msg import GenerationStats, GovernorState, InferenceStats, PowerTelemetry, RooflineReport
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros.stamps import stamp_s
-from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render
+from edge_roofline.viz.console import ConsoleSnapshot, GenerationLine, LayerLine, render
 
 PARAMETERS = {
     "period_s": (1.0, "refresh period"),
     "window_frames": (200, "frames in the latency percentile window"),
     "top_layers": (5, "layers listed"),
+    "generation_namespace": ("llm", "namespace of the generation node (relative: under the console's) whose "
+                                    "generation/stats the llm line shows"),
 }
 
 
@@ -34,6 +36,9 @@ class Console(Node):
         self.create_subscription(PowerTelemetry, topics.POWER_TELEMETRY, self.on_power, 10)
         self.create_subscription(RooflineReport, topics.ROOFLINE_REPORT, self.on_report, 2)
         self.create_subscription(GovernorState, topics.GOVERNOR_STATE, self.on_governor, 10)
+        llm = p["generation_namespace"].rstrip("/")
+        llm_topic = f"{llm}/{topics.GENERATION_STATS}" if llm else topics.GENERATION_STATS
+        self.create_subscription(GenerationStats, llm_topic, self.on_generation, 10)
         self.create_timer(p["period_s"], self.print_summary)
 
     def on_stats(self, msg: InferenceStats) -> None:
@@ -61,6 +66,13 @@ class Console(Node):
         s.target_latency_ms, s.target_percentile = msg.target_latency_ms, msg.target_percentile
         s.energy_per_inference_j = msg.measured_energy_per_inference_j
         s.governor_point = msg.current_point.name
+
+    def on_generation(self, msg: GenerationStats) -> None:
+        self.snap.simulated = self.snap.simulated or msg.simulated
+        self.snap.generation = GenerationLine(
+            msg.model_id, msg.outcome, msg.ttft_ms, msg.tpot_p50_ms, msg.tpot_p95_ms, msg.tokens_per_s,
+            msg.energy_per_output_token_j, msg.energy_note, msg.requests_received, msg.requests_completed,
+            msg.requests_dropped, msg.requests_rejected, msg.requests_failed, msg.requests_in_flight)
 
     def print_summary(self) -> None:
         if self.latencies_ms:

@@ -9,8 +9,8 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from std_msgs.msg import Header
 
-from edge_roofline.msg import (GovernorState, InferenceStats, LayerRoofline, PowerRail, PowerTelemetry, RooflineReport,
-                               StreamState, Tensor, TensorArray)
+from edge_roofline.msg import (GeneratedToken, GenerationStats, GovernorState, InferenceStats, LayerRoofline, PowerRail,
+                               PowerTelemetry, RooflineReport, StreamState, Tensor, TensorArray)
 from edge_roofline.msg import OperatingPoint as OperatingPointMsg
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.decision import Decision
@@ -18,6 +18,7 @@ from edge_roofline.governor.streams import StreamStatus
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.model import LayerBound, RooflineAnalysis
 from edge_roofline.ros.analysis import BOUND_TO_MSG
+from edge_roofline.inference.generation_requests import RequestEnd, TokenOut
 from edge_roofline.inference.pipeline import FrameResult
 from edge_roofline.telemetry.diagnostics import Status
 from edge_roofline.telemetry.sampler import TelemetryWindow
@@ -174,10 +175,12 @@ def layer_roofline_msg(layer: LayerBound, precision: str) -> LayerRoofline:
 
 def roofline_report_msg(analysis: RooflineAnalysis, stamp, *, model_id: str, backend: str, device: str,
                         simulated: bool, point: OperatingPoint | None, sample_count: int,
-                        warnings: list[str] = ()) -> RooflineReport:
+                        warnings: list[str] = (), phase: str = "", context_tokens: int = 0,
+                        new_tokens: int = 0) -> RooflineReport:
     c = analysis.ceilings
     return RooflineReport(
-        model_id=model_id, backend=backend, device=device, simulated=simulated,
+        model_id=model_id, backend=backend, device=device, simulated=simulated, phase=phase,
+        context_tokens=context_tokens, new_tokens=new_tokens,
         operating_point=operating_point_msg(point),
         # the message has no DRAM flag: an unmeasured DRAM roof (an upper bound) is named in the source
         ceilings_source=c.source if c.dram_unresolved is None else f"{c.source}, DRAM unresolved",
@@ -209,6 +212,65 @@ def inference_stats_msg(result: FrameResult) -> InferenceStats:
         frames_lost_upstream=c.lost_upstream, frames_lost_transport=c.lost_transport, frames_rejected=c.rejected,
         frames_failed=c.failed, frames_processed=c.processed, nan_outputs=c.nan_outputs, errors=c.errors,
         worker_restarts=c.worker_restarts, last_error=c.last_error)
+
+
+# ---- generation ---------------------------------------------------------------------
+
+def _request_header(request) -> Header:
+    return _header(request.stamp if request.stamp is not None else Time(), request.frame_id)
+
+
+def generated_token_msg(item: TokenOut) -> GeneratedToken:
+    e = item.event
+    return GeneratedToken(
+        header=_request_header(item.request), request_id=item.request.request_id, index=e.index, token_id=e.token_id,
+        text=item.text, phase=e.phase, context_tokens=e.context, step_ms=e.step_s * 1e3,
+        since_request_ms=item.since_request_s * 1e3, done=item.done, stop_reason=item.stop_reason)
+
+
+def request_done_msg(end: RequestEnd) -> GeneratedToken:
+    """The last message of a request that did not complete: no token, the reason."""
+    return GeneratedToken(header=_request_header(end.request), request_id=end.request.request_id,
+                          index=end.tokens_sent, token_id=-1, context_tokens=0, step_ms=NAN, since_request_ms=NAN,
+                          done=True, stop_reason=end.stop_reason, error=end.error)
+
+
+def step_stats_msg(item: TokenOut) -> InferenceStats:
+    """One generation step as InferenceStats (docs/nodes.md, "Per-step InferenceStats"): the
+    frame counters count requests."""
+    e, c, prefill = item.event, item.counters, item.event.phase == "prefill"
+    return InferenceStats(
+        header=_request_header(item.request), frame_index=item.step_index, model_id=item.served.model_id,
+        backend=item.served.backend, simulated=item.served.simulated, batch=1, phase=e.phase,
+        context_tokens=e.context, new_tokens=e.new_tokens, latency_ms=e.step_s * 1e3,
+        preprocess_ms=item.preprocess_s * 1e3 if prefill else 0.0,
+        queue_delay_ms=item.queue_delay_s * 1e3 if prefill else 0.0, end_to_end_ms=item.since_request_s * 1e3,
+        frames_received=c.received, frames_dropped=c.dropped, frames_rejected=c.rejected, frames_failed=c.failed,
+        frames_processed=c.completed, errors=c.errors, worker_restarts=c.worker_restarts, last_error=c.last_error)
+
+
+def generation_stats_msg(end: RequestEnd) -> GenerationStats:
+    s, c, energy = end.stats, end.counters, end.energy
+    energy_j = energy.energy_j if energy is not None else NAN
+    msg = GenerationStats(
+        header=_request_header(end.request), request_id=end.request.request_id, model_id=end.served.model_id,
+        backend=end.served.backend, simulated=end.served.simulated, outcome=end.outcome,
+        stop_reason=end.stop_reason, queue_delay_ms=end.queue_delay_s * 1e3, prefill_ms=end.prefill_s * 1e3,
+        energy_j=energy_j, energy_note=energy.note if energy is not None else "not measured",
+        requests_received=c.received, requests_completed=c.completed, requests_dropped=c.dropped,
+        requests_rejected=c.rejected, requests_failed=c.failed, requests_in_flight=max(0, c.in_flight),
+        tokens_generated=c.tokens, errors=c.errors, worker_restarts=c.worker_restarts, last_error=c.last_error)
+    if s is None:
+        msg.ttft_ms = msg.prefill_ms = msg.tpot_p50_ms = msg.tpot_p95_ms = msg.tpot_mean_ms = NAN
+        msg.decode_tokens_per_s = msg.tokens_per_s = msg.total_ms = msg.energy_per_output_token_j = NAN
+        return msg
+    msg.prompt_tokens, msg.output_tokens = s.prompt_tokens, s.output_tokens
+    msg.ttft_ms, msg.total_ms = s.ttft_s * 1e3, s.total_s * 1e3
+    msg.tpot_p50_ms, msg.tpot_p95_ms = _nan(s.tpot_p50_s) * 1e3, _nan(s.tpot_p95_s) * 1e3
+    msg.tpot_mean_ms = sum(s.tpot_s) / len(s.tpot_s) * 1e3 if s.tpot_s else NAN
+    msg.decode_tokens_per_s, msg.tokens_per_s = _nan(s.decode_tokens_per_s), s.tokens_per_s
+    msg.energy_per_output_token_j = energy_j / s.output_tokens if s.output_tokens else NAN
+    return msg
 
 
 def tensor_array_msg(outputs: dict[str, np.ndarray], header: Header) -> TensorArray:

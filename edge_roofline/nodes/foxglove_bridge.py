@@ -19,7 +19,8 @@ PARAMETERS = {
     "host": ("127.0.0.1", "address the server binds (loopback by default)"),
     "port": (8765, "WebSocket port (0: any free port)"),
     "mcap_path": ("", "record to this MCAP file (empty: no recording)"),
-    "topics": (list(topics.TYPES), "topics to forward (types from edge_roofline.ros.topics)"),
+    "topics": (list(topics.TYPES), "topics to forward (types from edge_roofline.ros.topics; the language model's "
+                                   "llm/generation/stats, llm/generation/tokens, llm/inference/stats, ... too)"),
 }
 
 
@@ -27,12 +28,12 @@ class FoxgloveBridge(Node):
     def __init__(self) -> None:
         super().__init__("foxglove_bridge")
         p = declare_parameters(self, PARAMETERS)
-        unknown = [t for t in p["topics"] if t not in topics.TYPES]
+        unknown = [t for t in p["topics"] if t not in topics.KNOWN_TYPES]
         if unknown:
-            raise ValueError(f"foxglove_bridge: no known type for topics {unknown}; known: {list(topics.TYPES)}")
+            raise ValueError(f"foxglove_bridge: no known type for topics {unknown}; known: {list(topics.KNOWN_TYPES)}")
         self.sink = FoxgloveSink(serve=p["serve"], host=p["host"], port=p["port"], mcap_path=p["mcap_path"] or None)
         for topic in p["topics"]:
-            type_name = topics.TYPES[topic]
+            type_name = topics.KNOWN_TYPES[topic]
             resolved = self.resolve_topic_name(topic)
             # Advertise every channel now, not on its first message: a client that connected
             # meanwhile could otherwise subscribe to a channel the server has not registered yet

@@ -9,23 +9,19 @@ import concurrent.futures
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image
 
 from edge_roofline.ros import topics
 from edge_roofline.ros.stamps import stamp_s
-from edge_roofline.inference.ceilings import roofs_mismatch
 from edge_roofline.inference.config import inference_config, report_ceilings
 from edge_roofline.inference.worker import SupervisedWorker, worker_status
-from edge_roofline.suite.errors import one_line
-from edge_roofline.telemetry.diagnostics import OK, WARN, Status
 from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.nodes.serving import ModelSwitch, ServingPlatform
 from edge_roofline.nodes.image_input import InputLossMonitor, input_qos
-from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.inference.pipeline import Frame, InferencePipeline, ProfileReport
 from edge_roofline.telemetry.stream_health import StreamHealth
 from edge_roofline.viz.chart_image import roofline_png
@@ -71,19 +67,13 @@ class InferenceNode(Node):
         super().__init__("inference")
         p = declare_parameters(self, PARAMETERS)
         qos = input_qos(p["image_reliability"], p["image_depth"], p["lost_frames_warn_fraction"])
-        self.platform = None
-        if p["platform"]:
-            self.platform, problem = create_platform_or_degraded(p["platform"], sysfs_root=p["sysfs_root"])
-            if problem:
-                self.get_logger().error(problem)
-        self.device_name = p["device"] or "host CPU"
-        self.hardware_id = self.platform.identity().model if self.platform else self.device_name
+        self.serving = ServingPlatform(self, p)
+        self.platform, self.device_name = self.serving.platform, self.serving.device_name
         # The point in force is read from the board at every report (and polled between frames:
         # a change asks for a report), never cached: another process (the governor) moves it.
         self.pipeline = InferencePipeline(inference_config(p, self.platform), report_ceilings(p, self.platform),
-                                          point_source=self.platform.current_operating_point if self.platform
-                                          else None)
-        self.pipeline.loaded.roofs_note = self._roofs_note(p, self.pipeline.loaded)
+                                          point_source=self.serving.point_source)
+        self.pipeline.loaded.roofs_note = self.serving.roofs_note(p, self.pipeline.loaded)
         self.stats_pub = self.create_publisher(InferenceStats, topics.INFERENCE_STATS, 50)
         # The last report and chart stay available to a subscriber that joins later and asks for
         # them (transient local); volatile subscribers get the next ones, as before.
@@ -103,24 +93,14 @@ class InferenceNode(Node):
         self.create_subscription(TensorArray if p["tensor_topic"] else Image, topic,
                                  self.on_tensors if p["tensor_topic"] else self.on_image, qos,
                                  event_callbacks=self.input_loss.event_callbacks())
-        # Validate (and load) in the on-set callback, so the reply is the truth; hand the loaded
-        # model to the worker in the post-set callback, once the parameter holds the new value.
-        self._prepared = None
-        self.add_on_set_parameters_callback(self.on_parameters)
-        self.add_post_set_parameters_callback(self.after_parameters)
+        self.switch = ModelSwitch(self, PARAMETERS, SWITCHABLE, self._prepare, self.pipeline.hand_over, "frame",
+                                  self.serving)
         # Chart rendering runs here, off the serving thread, and is waited for at teardown.
         self._background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         self.worker = SupervisedWorker(self._serve_once, name="inference-worker", on_restart=self._on_restart).start()
         self.get_logger().info(f"serving {p['model']} on {p['backend']} ({self.device_name})")
         if self.pipeline.loaded.roofs_note:
             self.get_logger().warning(self.pipeline.loaded.roofs_note)
-
-    def _params(self) -> dict:
-        return {name: self.get_parameter(name).value for name in PARAMETERS}
-
-    def _roofs_note(self, p: dict, loaded) -> str:
-        identity = self.platform.identity() if self.platform else None
-        return roofs_mismatch(p["device"], p["engine"], loaded.backend.execution_target(), identity)
 
     # ---- input callbacks: enqueue only ------------------------------------------------
     def _now_s(self) -> float:
@@ -143,45 +123,10 @@ class InferenceNode(Node):
         self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
                                    tensors=tensors))
 
-    # ---- runtime model switch --------------------------------------------------------
-    def on_parameters(self, params) -> SetParametersResult:
-        """Validate: the new model is loaded here, beside the one serving, so success is only
-        replied for a model that works. New frames wait while it loads (docs/nodes.md)."""
-        changed = {p.name: p.value for p in params}
-        fixed = set(changed) - SWITCHABLE
-        if fixed:
-            return SetParametersResult(successful=False, reason=f"{sorted(fixed)} apply at start only; "
-                                                                f"switchable at runtime: {sorted(SWITCHABLE)}")
-        p = self._params() | changed
-        self._discard_prepared()
-        try:
-            loaded = self.pipeline.prepare(inference_config(p, self.platform), report_ceilings(p, self.platform))
-        except Exception as exc:  # any failure: the old model keeps serving and the caller is told why
-            reason = f"not switched to {p['model']} on {p['backend']}: {one_line(exc)}"
-            self.get_logger().error(reason)
-            return SetParametersResult(successful=False, reason=reason)
-        loaded.roofs_note = self._roofs_note(p, loaded)
-        self._prepared = loaded
-        return SetParametersResult(successful=True)
-
-    def after_parameters(self, params) -> None:
-        """Act: the parameters now hold the new values; the worker swaps before its next frame
-        (waited for here, so the reply goes out once the new model serves)."""
-        loaded, self._prepared = self._prepared, None
-        if loaded is None:
-            return
-        if not self.pipeline.hand_over(loaded, wait_s=5.0):
-            self.get_logger().warning(f"{loaded.config.model} is handed over; the worker takes it after the "
-                                      f"frame in hand")
-        self.get_logger().info(f"switched to {loaded.config.model} on {loaded.config.backend}")
-        if loaded.roofs_note:
-            self.get_logger().warning(loaded.roofs_note)
-
-    def _discard_prepared(self) -> None:
-        """A model loaded for a change that was never set (another callback refused it)."""
-        stale, self._prepared = self._prepared, None
-        if stale is not None:
-            stale.close()
+    # ---- runtime model switch (nodes/model_switch.py: validate on set, act after) ---------
+    def _prepare(self, p: dict):
+        """New frames wait while it loads (docs/nodes.md)."""
+        return self.pipeline.prepare(inference_config(p, self.platform), report_ceilings(p, self.platform))
 
     # ---- worker ------------------------------------------------------------------------
     def _on_restart(self, message: str) -> None:
@@ -218,18 +163,14 @@ class InferenceNode(Node):
 
     def publish_diagnostics(self) -> None:
         now = self.get_clock().now()
-        note = self.pipeline.loaded.roofs_note
-        roofs = Status(f"{self.get_name()}: roofs", WARN if note else OK,
-                       note or "the roofs match where the model runs")
         statuses = [*self.stats_health.statuses(stamp_s(now)), self.input_loss.status(),
-                    worker_status(f"{self.get_name()}: worker", self.worker), roofs]
-        self.diagnostics_pub.publish(convert.diagnostic_array_msg(statuses, now.to_msg(), self.hardware_id))
+                    worker_status(f"{self.get_name()}: worker", self.worker),
+                    self.serving.roofs_status(self.get_name(), self.pipeline.loaded.roofs_note)]
+        self.diagnostics_pub.publish(convert.diagnostic_array_msg(statuses, now.to_msg(), self.serving.hardware_id))
 
     def _publish_chart(self, report: ProfileReport) -> None:
-        sim = " (SIMULATION)" if report.simulated else ""
-        warning = " - ROOFS DO NOT MATCH WHERE IT RUNS" if report.roofs_note else ""
-        msg = CompressedImage(format="png", data=roofline_png(report.analysis,
-                                                              f"{report.model_id} on {self.device_name}{sim}{warning}"))
+        title = self.serving.chart_title(report.model_id, report.simulated, report.roofs_note)
+        msg = CompressedImage(format="png", data=roofline_png(report.analysis, title))
         msg.header.stamp = self.get_clock().now().to_msg()
         self.chart_pub.publish(msg)
 
@@ -237,7 +178,7 @@ class InferenceNode(Node):
         self.worker.stop()  # ends after the frame in hand
         # No thread may touch the node or the model once they are gone (a C++ terminate otherwise).
         self._background.shutdown(wait=True, cancel_futures=True)
-        self._discard_prepared()
+        self.switch.discard()
         self.pipeline.close()
         super().destroy_node()
 

@@ -79,7 +79,7 @@ def _run(config, extras, record, duration_s, log_dir, overrides, stop: StopSigna
             print(f"virtual Jetson {device} (SIMULATION) live at {root} in {_mode_name(jetson)}")
         for start in plan:
             supervisor.start(start.spec.executable, start.spec.name, str(params_path), start.overrides,
-                             show_output=start.spec.name in SHOWN)
+                             show_output=start.spec.name in SHOWN, namespace=start.namespace)
         if bridge is None:
             print("Foxglove: no server (add --with foxglove_bridge; ros2 launch: with:=foxglove_bridge)")
         print(f"started {len(supervisor.children)} nodes; logs in {logs}; Ctrl-C to stop")

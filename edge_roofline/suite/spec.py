@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from edge_roofline.paths import config_dirs
+from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
@@ -24,12 +25,17 @@ PACKAGE = "edge_roofline"
 class NodeSpec:
     executable: str  # in lib/edge_roofline (ros2 run) and edge_roofline.nodes.<executable>
     name: str
+    # A namespace of its own under the suite's (its inference/stats must not mix with the
+    # inference node's), and the parameters naming suite topics it must then reach by full name.
+    namespace: str = ""
+    suite_topics: tuple[tuple[str, str], ...] = ()
 
 
 # Stopped in reverse order: the governor first, so it restores the device while telemetry runs.
 NODES = (
     NodeSpec("power_monitor", "power_monitor"),
     NodeSpec("inference", "inference"),
+    NodeSpec("generation", "generation", namespace=LLM_NAMESPACE, suite_topics=(("power_topic", POWER_TELEMETRY),)),
     NodeSpec("governor", "governor"),
 )
 
@@ -66,9 +72,11 @@ ARGUMENTS = {
 
 @dataclass(frozen=True)
 class Start:
-    """One node to start: what, and the parameters that override the file's."""
+    """One node to start: what, the parameters that override the file's, and its namespace (the
+    suite's, or a namespace of its own under it)."""
     spec: NodeSpec
     overrides: dict
+    namespace: str = ""
 
 
 def extra_nodes(names: str | list[str] | tuple[str, ...]) -> tuple[NodeSpec, ...]:
@@ -83,21 +91,38 @@ def extra_nodes(names: str | list[str] | tuple[str, ...]) -> tuple[NodeSpec, ...
 
 
 def suite_plan(params: dict[str, dict], *, extras=(), record: str | Path = "",
-               overrides: dict[str, dict] | None = None) -> list[Start]:
+               overrides: dict[str, dict] | None = None, namespace: str = "") -> list[Start]:
     """Every node to start, in start order (stopped in reverse): the configured NODES, then the
     extras (``extra_nodes``). ``record``: an MCAP file the Foxglove bridge writes every topic it
     forwards to; without the bridge among the extras, one that only records is added (a second
     server would find the port taken). The one plan of ``ros2 launch`` and ``edge-roofline up``."""
     overrides = overrides or {}
     nodes = configured_nodes(params) + extra_nodes(extras)
-    plan = [Start(spec, dict(overrides.get(spec.name, {}))) for spec in nodes]
+    plan = [_start(spec, params, overrides.get(spec.name, {}), namespace) for spec in nodes]
+    bridge = next((s for s in plan if s.spec.name == BRIDGE), None)
     if record:
-        bridge = next((s for s in plan if s.spec.name == BRIDGE), None)
         if bridge is None:
-            bridge = Start(next(s for s in EXTRAS if s.name == BRIDGE), {**overrides.get(BRIDGE, {}), "serve": False})
+            bridge = _start(next(s for s in EXTRAS if s.name == BRIDGE), params,
+                            {**overrides.get(BRIDGE, {}), "serve": False}, namespace)
             plan.append(bridge)
         bridge.overrides["mcap_path"] = str(Path(record).expanduser().resolve())
+    # A language model's topics (in its own namespace) are forwarded too, unless the file names the topics.
+    if bridge is not None and any(s.spec.namespace == LLM_NAMESPACE for s in plan) \
+            and "topics" not in {**node_parameters(params, BRIDGE, namespace), **bridge.overrides}:
+        bridge.overrides["topics"] = [*TYPES, *LLM_TYPES]
     return plan
+
+
+def _start(spec: NodeSpec, params: dict[str, dict], overrides: dict, namespace: str) -> Start:
+    """A node in a namespace of its own gets its section of the file as parameters (ROS would not
+    apply a plain ``name:`` section there) and the suite topics it reads by their full names."""
+    suite_ns = namespace.strip("/")
+    if not spec.namespace:
+        return Start(spec, dict(overrides), suite_ns)
+    own = node_parameters(params, spec.name, suite_ns)
+    topics = {param: "/" + "/".join(p for p in (suite_ns, topic) if p) for param, topic in spec.suite_topics
+              if param not in own}
+    return Start(spec, {**own, **topics, **overrides}, "/".join(p for p in (suite_ns, spec.namespace) if p))
 
 
 def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:

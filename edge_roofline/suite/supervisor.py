@@ -20,8 +20,11 @@ class Managed:
     log_path: Path | None
 
 
-def node_command(executable: str, node_name: str, params_file: str | None, overrides: dict) -> list[str]:
+def node_command(executable: str, node_name: str, params_file: str | None, overrides: dict,
+                 namespace: str = "") -> list[str]:
     cmd = [sys.executable, "-m", "edge_roofline.nodes.entry", executable, "--ros-args", "-r", f"__node:={node_name}"]
+    if namespace:
+        cmd += ["-r", f"__ns:=/{namespace.strip('/')}"]
     if params_file:
         cmd += ["--params-file", str(params_file)]
     for key, value in overrides.items():
@@ -40,7 +43,7 @@ class Supervisor:
         self.children: list[Managed] = []
 
     def start(self, executable: str, node_name: str, params_file: str | None = None,
-              overrides: dict | None = None, show_output: bool = False) -> Managed:
+              overrides: dict | None = None, show_output: bool = False, namespace: str = "") -> Managed:
         log_path = None
         if show_output:
             out = None
@@ -50,7 +53,7 @@ class Supervisor:
             out = open(log_path, "w")
         else:
             out = subprocess.DEVNULL
-        proc = subprocess.Popen(node_command(executable, node_name, params_file, overrides or {}),
+        proc = subprocess.Popen(node_command(executable, node_name, params_file, overrides or {}, namespace),
                                 env=self.env, stdout=out, stderr=subprocess.STDOUT if out is not None else None,
                                 start_new_session=True)  # our own Ctrl-C handling decides when children stop
         if log_path is not None:

@@ -16,6 +16,26 @@ class LayerLine:
     efficiency: float
 
 
+@dataclass(frozen=True)
+class GenerationLine:
+    """The last request a language model (the generation node) finished."""
+
+    model: str
+    outcome: str
+    ttft_ms: float
+    tpot_p50_ms: float
+    tpot_p95_ms: float
+    tokens_per_s: float
+    energy_per_token_j: float
+    energy_note: str
+    received: int
+    completed: int
+    dropped: int
+    rejected: int
+    failed: int
+    in_flight: int
+
+
 @dataclass
 class ConsoleSnapshot:
     simulated: bool = False
@@ -42,6 +62,7 @@ class ConsoleSnapshot:
     governor_reason: str = ""
     switches: int = 0
     layers: list[LayerLine] = field(default_factory=list)
+    generation: GenerationLine | None = None
 
 
 def _f(value: float, fmt: str, unit: str = "") -> str:
@@ -65,6 +86,15 @@ def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
     if s.governor_mode:
         lines.append(f"governor {s.governor_mode}/{s.governor_state}  point {s.governor_point or '?'}  "
                      f"switches {s.switches}  last: {s.governor_reason}")
+    g = s.generation
+    if g is not None:
+        energy = _f(g.energy_per_token_j * 1e3, '.2f', ' mJ') if math.isfinite(g.energy_per_token_j) else \
+            f"n/a ({g.energy_note})"
+        lines.append(f"llm {g.model}: last request {g.outcome}  TTFT {_f(g.ttft_ms, '.2f', ' ms')}  TPOT p50 "
+                     f"{_f(g.tpot_p50_ms, '.2f', ' ms')} p95 {_f(g.tpot_p95_ms, '.2f', ' ms')}  "
+                     f"{_f(g.tokens_per_s, '.0f', ' tokens/s')}  energy/token {energy}")
+        lines.append(f"    requests {g.received} = {g.completed} completed + {g.dropped} dropped + {g.rejected} "
+                     f"rejected + {g.failed} failed + {g.in_flight} in flight")
     if s.layers:
         total_s = sum(l.time_s for l in s.layers) or math.nan
         stale = (f"; the board is at {s.operating_point} now, a new report is due"

@@ -88,3 +88,30 @@ def test_default_board_runs_the_physics(tiny_cnn):
         backend.load(tiny_cnn)
         profile = backend.profile(backend.dummy_feeds())
         assert profile.total_time_s > 0 and profile.layer_time_sum_s > 0
+
+
+def test_a_decoder_step_is_timed_at_its_phase_and_context():
+    """A language model on the virtual board: each step costs what DecoderCostModel says for its
+    new tokens and context, so a decode step slows as the KV cache grows and a prefill of many
+    tokens takes longer than one decode step; the tokens are ONNX Runtime's."""
+    from edge_roofline.inference.generation import Generator
+    from edge_roofline.models import zoo
+    from edge_roofline.virtual.board import VirtualBoard
+
+    model = zoo.build("tiny_decoder", hidden=256, heads=4, layers=2, vocab=512, max_positions=8192)
+    backend = VirtualBackend(board=VirtualBoard("agx_orin_64gb", mode_id=0), precision="fp16")
+    generator = Generator(model, backend=backend)
+
+    def step_s(new_tokens: int, context: int) -> float:
+        return backend.run(generator.step_feeds(new_tokens, context)).latency_s
+
+    assert generator.simulated
+    short, long = np.median([step_s(1, 16) for _ in range(5)]), np.median([step_s(1, 6000) for _ in range(5)])
+    assert long > 1.2 * short, (short, long)  # the KV cache read grows with the context
+    assert np.median([step_s(512, 0) for _ in range(5)]) > 1.2 * short  # (medians: 2 % jitter per run)
+    out = generator.generate([1, 2, 3], 4)
+    assert out.stats.tpot_s == tuple(e.step_s for e in out.events[1:]) and out.stats.total_s == \
+        pytest.approx(out.events[-1].since_start_s)
+    assert list(out.tokens) == list(Generator(model).generate([1, 2, 3], 4).tokens)  # the same tokens as ORT
+    profile = backend.profile(generator.step_feeds(1, 6000))
+    assert set(profile.layer_times_s) == {l.name for l in backend.decoder.decode_cost(6000).layers}

@@ -11,7 +11,8 @@ from test.nodes.msg_peer import ARRAY_LEN, compare, fill
 
 PEER = Path(__file__).with_name("msg_peer.py")
 MESSAGES = ["LayerRoofline", "RooflineReport", "PowerRail", "PowerTelemetry", "OperatingPoint",
-            "GovernorState", "StreamState", "InferenceStats", "Tensor", "TensorArray"]
+            "GovernorState", "StreamState", "InferenceStats", "Tensor", "TensorArray", "GenerationRequest",
+            "GeneratedToken", "GenerationStats"]
 
 
 def test_public_imports():

@@ -22,16 +22,23 @@ CASES = [
     ("synthetic_camera", {"width": "wide"}, "parameter width is 'wide'"),
     ("console", {"period_s": "often"}, "parameter period_s is 'often'"),
     ("foxglove_bridge", {"port": "http"}, "parameter port is 'http'"),
+    ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
+    ("generation", {"backend": "tensorrt"}, "backend must be ort or virtual for generation"),
+    ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
+    ("generation", {"model": "/nonexistent/decoder.onnx"}, "cannot read model /nonexistent/decoder.onnx"),
+    ("latency_probe", {"mode": "tokens"}, "mode must be frames or generation"),
 ]
 
 
 @pytest.mark.parametrize("node, params, expected", CASES, ids=[f"{n}-{next(iter(p))}" for n, p, _ in CASES])
 def test_start_up_error_is_one_line_and_exit_2(node, params, expected, ros_env, tmp_path):
+    if node == "latency_probe":
+        params = {"input_topic": "/a", "output_topic": "/b", **params}
     if params.get("model") == "CORRUPT":
         corrupt = tmp_path / "corrupt.onnx"
         corrupt.write_bytes(b"this is not protobuf")
         params = {"model": str(corrupt)}
-    if node == "inference":  # the catalogue's roofs: nothing measured on this host first
+    if node in ("inference", "generation"):  # the catalogue's roofs: nothing measured on this host first
         params = {"device": "agx_orin_64gb", **params}
     args = [sys.executable, "-m", f"edge_roofline.nodes.{node}", "--ros-args"]
     for name, value in params.items():

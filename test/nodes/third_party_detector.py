@@ -28,6 +28,11 @@ def main() -> None:
         pub.publish(CompressedImage(header=msg.header, format="detections"))
 
     node.create_subscription(Image, in_topic, on_image, 10)
+    spin(node)
+
+
+def spin(node) -> None:
+    """Until Ctrl-C, then a clean shutdown (the stand-ins' main loop)."""
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -12,7 +12,8 @@ from test.test_layers import REPO
 
 
 def test_a_file_configuring_no_node_is_refused():
-    with pytest.raises(ValueError, match="configures none of the suite's nodes .*power_monitor, inference, governor"):
+    with pytest.raises(ValueError,
+                       match="configures none of the suite's nodes .*power_monitor, inference, generation, governor"):
         configured_nodes({"consloe": {"period_s": 1.0}})
     assert [s.name for s in configured_nodes({"inference": {}})] == ["inference"]
     with pytest.raises(ValueError, match="configures none"):  # a wildcard section alone names no node to start

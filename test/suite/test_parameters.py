@@ -19,7 +19,7 @@ def _file(tmp_path, text):
 
 def test_the_tables_read_without_importing_are_the_nodes_own():
     declared = declared_parameters()
-    assert set(declared) == {"console", "foxglove_bridge", "governor", "inference", "latency_probe",
+    assert set(declared) == {"console", "foxglove_bridge", "generation", "governor", "inference", "latency_probe",
                              "power_monitor", "synthetic_camera"}
     for node, table in declared.items():
         parameters = importlib.import_module(f"edge_roofline.nodes.{node}").PARAMETERS
@@ -30,8 +30,8 @@ def test_the_tables_read_without_importing_are_the_nodes_own():
 
 @pytest.mark.parametrize("text, expected", [
     ("inferense:\n  ros__parameters:\n    model: zoo:tiny_cnn\n",
-     "unknown node 'inferense' (did you mean 'inference'?); allowed: console, foxglove_bridge, governor, "
-     "inference, latency_probe, power_monitor, synthetic_camera"),
+     "unknown node 'inferense' (did you mean 'inference'?); allowed: console, foxglove_bridge, generation, "
+     "governor, inference, latency_probe, power_monitor, synthetic_camera"),
     ("governor:\n  ros__parameters:\n    target_latency: 20.0\n",
      "governor: unknown key 'target_latency' (did you mean 'target_latency_ms'?); allowed: "),
     ("inference:\n  ros__parameters:\n    scale: abc\n",

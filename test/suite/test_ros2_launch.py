@@ -117,8 +117,8 @@ def _nodes_of(argv: list[str], cwd: Path) -> set[str]:
     name = values.get("params_file", "virtual_agx_orin.yaml")
     params = load_params(cwd / name if (cwd / name).is_file() else resolve(name))
     ns = values.get("namespace", "")
-    return {f"{ns.rstrip('/')}/{s.spec.name}" for s in suite_plan(params, extras=values.get("with", ""),
-                                                                   record=values.get("record", ""))}
+    return {f"/{s.namespace}/{s.spec.name}".replace("//", "/") for s in suite_plan(
+        params, extras=values.get("with", ""), record=values.get("record", ""), namespace=ns)}
 
 
 def _listed(ros2: Ros2, node: str) -> bool:

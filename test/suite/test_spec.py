@@ -112,3 +112,28 @@ def test_the_plan_adds_extras_and_a_recording(tmp_path):
     with pytest.raises(ValueError, match=r"unknown extra node\(s\) \['camera'\]; choose from synthetic_camera"):
         extra_nodes("camera,console")
     assert extra_nodes("") == () and [s.name for s in extra_nodes("console, console")] == ["console"]
+
+
+def test_a_language_model_starts_in_a_namespace_of_its_own():
+    """Its inference/stats must not mix with the inference node's; it still reads the suite's power."""
+    from edge_roofline.suite.supervisor import node_command
+    params = load_params(REPO / "config" / "virtual_agx_orin_llm.yaml")
+    plan = suite_plan(params, namespace="/robot1")
+    assert [s.spec.name for s in plan] == ["power_monitor", "generation"]
+    power, generation = plan
+    assert power.namespace == "robot1" and generation.namespace == "robot1/llm"
+    # ROS applies a plain `generation:` section only outside a namespace: the plan carries it.
+    assert generation.overrides["model"] == "zoo:tiny_decoder" and generation.overrides["backend"] == "virtual"
+    assert generation.overrides["power_topic"] == "/robot1/power/telemetry"
+    assert suite_plan(params)[1].overrides["power_topic"] == "/power/telemetry"
+    own = suite_plan({**params, "generation": {**params["generation"], "power_topic": "/elsewhere"}})[1]
+    assert own.overrides["power_topic"] == "/elsewhere"
+    cmd = node_command("generation", "generation", "f.yaml", {}, generation.namespace)
+    assert cmd[cmd.index("__ns:=/robot1/llm") - 1] == "-r"
+
+    # Recording or serving Foxglove beside it: the bridge forwards its topics too, in the suite's namespace.
+    plan = suite_plan(params, extras="foxglove_bridge", namespace="robot1")
+    assert plan[-1].namespace == "robot1" and "llm/generation/tokens" in plan[-1].overrides["topics"]
+    recorder = suite_plan(params, record="run.mcap", namespace="robot1")[-1]
+    assert recorder.namespace == "robot1" and "llm/inference/stats" in recorder.overrides["topics"]
+    assert "topics" not in suite_plan(load_params(REPO / "config" / "agx_orin.yaml"), record="run.mcap")[-1].overrides

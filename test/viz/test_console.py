@@ -1,7 +1,7 @@
 """The console's summary says where the board is (from the power monitor's reading), where the
 per-layer table was profiled, and the governor's own point, so a stale table reads as stale."""
 
-from edge_roofline.viz.console import ConsoleSnapshot, LayerLine, render
+from edge_roofline.viz.console import ConsoleSnapshot, GenerationLine, LayerLine, render
 
 
 def test_the_console_names_the_board_point_and_where_the_table_was_profiled():
@@ -15,3 +15,14 @@ def test_the_console_names_the_board_point_and_where_the_table_was_profiled():
     assert "governor active/holding  point MAXN/c6-cpu1498-gpu612-emc2133" in text
     snap.report_point = snap.operating_point
     assert "a new report is due" not in render(snap)
+
+
+def test_a_language_model_gets_its_line_with_energy_or_why_not():
+    line = GenerationLine("zoo:tiny_decoder", "completed", 1.6, 0.84, 0.88, 1141.0, 0.0326, "", 5, 3, 1, 1, 0, 0)
+    text = render(ConsoleSnapshot(generation=line))
+    assert "llm zoo:tiny_decoder: last request completed  TTFT 1.60 ms  TPOT p50 0.84 ms p95 0.88 ms" in text
+    assert "energy/token 32.60 mJ" in text and "requests 5 = 3 completed + 1 dropped + 1 rejected" in text
+    none = GenerationLine("m", "completed", 1.0, 1.0, 1.0, 1.0, float("nan"), "no power telemetry received", 1, 1,
+                          0, 0, 0, 0)
+    assert "energy/token n/a (no power telemetry received)" in render(ConsoleSnapshot(generation=none))
+    assert "llm" not in render(ConsoleSnapshot())
