@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from edge_roofline.governor.settings import section_class, setting
+
 MODES = ("off", "advise", "active")
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
@@ -58,6 +60,17 @@ def dataclass_from_dict(cls, data: Mapping[str, Any] | None, section: str):
     return cls(**out)
 
 
+def parse_core_options(text: str) -> tuple[int, ...]:
+    """Core counts from comma-separated text ("12,6"); "" gives none (the preset's and half)."""
+    if not isinstance(text, str):  # a YAML config's list
+        return tuple(text)
+    try:
+        return tuple(int(c) for c in text.split(",") if c.strip())
+    except ValueError:
+        raise ConfigError(f"points.core_options must be comma-separated core counts (e.g. '12,6'), "
+                          f"got {text!r}") from None
+
+
 @dataclass(frozen=True)
 class PointGridConfig:
     """How many custom points to lay inside the current preset's envelope.
@@ -66,11 +79,13 @@ class PointGridConfig:
     (the preset's online cores and half of them) = 96 points on AGX Orin in MAXN.
     """
 
-    cpu_steps: int = 4
-    gpu_steps: int = 4
-    emc_steps: int = 3
-    core_options: tuple[int, ...] = ()  # empty: (preset's cores, half of them)
-    include_presets: bool = True
+    cpu_steps: int = setting(4, "CPU cap steps in the candidate grid")
+    gpu_steps: int = setting(4, "GPU cap steps in the candidate grid")
+    emc_steps: int = setting(3, "EMC cap steps in the candidate grid")
+    core_options: tuple[int, ...] = setting(
+        (), "online-core counts to try (node: comma-separated, e.g. 12,6; empty: the preset's and half of them)",
+        node_default="", parse=parse_core_options, unparse=lambda cores: ",".join(map(str, cores)))
+    include_presets: bool = setting(True, "reboot-free nvpmodel presets are candidates too")
 
     def __post_init__(self) -> None:
         for name in ("cpu_steps", "gpu_steps", "emc_steps"):
@@ -78,24 +93,22 @@ class PointGridConfig:
                 raise ConfigError(f"points.{name} must be >= 1, got {getattr(self, name)}")
         object.__setattr__(self, "core_options", tuple(int(c) for c in self.core_options))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "PointGridConfig":
-        return dataclass_from_dict(cls, data, "points")
-
 
 @dataclass(frozen=True)
 class SafetyConfig:
-    stale_telemetry_s: float = 1.0  # no power sample for this long -> fallback
-    thermal_limit_c: float = 95.0  # Orin throttles near 99 C (tj); stay clear of it
-    thermal_margin_c: float = 5.0  # fallback when any zone is within this of the limit
-    max_plausible_latency_s: float = 30.0
-    max_plausible_power_w: float = 500.0
-    min_switch_interval_s: float = 0.25  # rate limit: at most one change per interval ...
-    max_switches_per_min: int = 60  # ... and at most this many per minute
-    recovery_hold_s: float = 2.0  # checks must pass this long before leaving fallback
-    apply_failures_before_disable: int = 2  # failures at one point -> never try it again
-    implausible_samples: int = 3  # implausible readings (NaN, negative, absurd) within ...
-    implausible_window_s: float = 1.0  # ... this long -> fallback; fewer are a glitch, counted and logged
+    stale_telemetry_s: float = setting(1.0, "no power sample for this long: fall back to the safe point")
+    # Orin throttles near 99 C (tj): stay clear of it.
+    thermal_limit_c: float = setting(95.0, "fall back when a zone comes within thermal_margin_c of this")
+    thermal_margin_c: float = setting(5.0, "fall back when any zone is within this of thermal_limit_c")
+    max_plausible_latency_s: float = setting(30.0, "a latency above this is implausible (NaN and negative always are)")
+    max_plausible_power_w: float = setting(500.0, "a power above this is implausible (NaN and negative always are)")
+    min_switch_interval_s: float = setting(0.25, "rate limit: at most one change per interval")
+    max_switches_per_min: int = setting(60, "rate limit: at most this many changes per minute")
+    recovery_hold_s: float = setting(2.0, "checks must pass this long before leaving fallback")
+    apply_failures_before_disable: int = setting(2, "a point that failed to apply this often is never tried again")
+    implausible_samples: int = setting(3, "this many implausible readings (NaN, negative, absurd) within "
+                                          "implausible_window_s: fallback; fewer are a glitch, counted and logged")
+    implausible_window_s: float = setting(1.0, "see implausible_samples")
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -104,10 +117,6 @@ class SafetyConfig:
                 raise ConfigError(f"safety.{f.name} must be a finite number >= 0, got {v}")
         if self.implausible_samples < 1:
             raise ConfigError(f"safety.implausible_samples must be >= 1, got {self.implausible_samples}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "SafetyConfig":
-        return dataclass_from_dict(cls, data, "safety")
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,16 @@ def parse_streams(text: str) -> tuple[StreamConfig, ...]:
     return streams_from_list(data)
 
 
+def format_streams(streams: tuple[StreamConfig, ...]) -> str:
+    """Streams as the YAML flow text parse_streams reads ("" for none), keys at their defaults left out."""
+    import yaml
+
+    default = StreamConfig.__dataclass_fields__
+    items = [{f: getattr(s, f) for f in default if f in ("name", "target_latency_ms")
+              or getattr(s, f) != default[f].default} for s in streams]
+    return yaml.safe_dump(items, default_flow_style=True, width=10**6).strip() if items else ""
+
+
 def streams_from_list(data) -> tuple[StreamConfig, ...]:
     streams = tuple(s if isinstance(s, StreamConfig) else StreamConfig.from_dict(s) for s in data)
     names = [s.name for s in streams]
@@ -189,25 +208,40 @@ def streams_from_list(data) -> tuple[StreamConfig, ...]:
 class GovernorConfig:
     """What the governor aims for and how cautiously it moves."""
 
-    target_latency_ms: float = 50.0
-    percentile: float = 95.0  # of latency, over the sliding window
-    margin: float = 0.05  # predicted percentile must stay under target x (1 - margin)
-    mode: str = "active"
-    window_s: float = 5.0  # sliding window of the measured percentile
-    min_window_samples: int = 12  # fewer samples: no percentile feedback yet
-    min_calibration_samples: int = 6  # fewer samples: no calibration of the mean yet
-    settle_s: float = 0.3  # samples this soon after a switch are ignored
-    dwell_s: float = 3.0  # minimum time at a point before an energy-driven move
-    hysteresis: float = 0.03  # move only for a predicted energy saving above this fraction
-    calibration_interval_s: float = 1.0  # how often measured windows feed the predictor
-    explore_budget: int = 8  # exploration moves per workload (model, target or rate change)
-    explore_min_rel_std: float = 0.08  # explore a point only while its energy is this uncertain
-    workload_change_rel: float = 0.3  # measured vs predicted mean latency: a new workload
-    rate_change_rel: float = 0.3  # input rate change that restarts exploration
-    state_path: str = ""  # JSON record of the point found at start ("" = none)
-    prior_table: str = ""  # operating-point table of this model from `edge-roofline sweep` ("" = none)
-    stream_timeout_s: float = 1.0  # silent this long (and 10 of its periods): out of the constraint set until back
-    streams: tuple[StreamConfig, ...] = ()  # empty: one stream "default" with the target above
+    target_latency_ms: float = setting(50.0, "latency target at the percentile (of the one stream, without streams)")
+    percentile: float = setting(95.0, "latency percentile the target applies to, over the sliding window")
+    margin: float = setting(0.05, "predicted percentile must stay under target x (1 - margin)")
+    # A node that moves clocks only when asked to: it starts in advise.
+    mode: str = setting("active", "off, advise (recommend only) or active (apply); the node starts in advise",
+                        node_default="advise")
+    window_s: float = setting(5.0, "sliding window of the measured latency percentile")
+    min_window_samples: int = setting(12, "fewer samples in the window: no percentile feedback yet")
+    min_calibration_samples: int = setting(6, "fewer samples: no calibration of a stream's mean yet")
+    settle_s: float = setting(0.3, "samples this soon after a switch are ignored")
+    dwell_s: float = setting(3.0, "minimum time at a point before an energy-driven move")
+    hysteresis: float = setting(0.03, "move only for a predicted energy saving above this fraction")
+    calibration_interval_s: float = setting(1.0, "how often measured windows feed the predictor")
+    explore_budget: int = setting(8, "exploration moves per workload (model, target or rate change)")
+    explore_min_rel_std: float = setting(0.08, "explore a point only while its energy is this uncertain")
+    workload_change_rel: float = setting(0.3, "measured vs predicted mean latency off by this fraction: a new "
+                                              "workload (confidence reset)")
+    rate_change_rel: float = setting(0.3, "input rate change (fraction) that restarts exploration")
+    state_path: str = setting(
+        "", "JSON crash record of what was found at start: the point and, on a Jetson, every cap file and the mode "
+            "(empty: the node keeps it under sysfs_root, or ~/.ros; GovernorConfig keeps none); one governor per "
+            "board whatever its state_path (lock: /run/lock, or sysfs_root/run/lock)")
+    prior_table: str = setting(
+        "", "operating-point table of this model on this device from `edge-roofline sweep`: the predictor starts "
+            "fitted to its measured points (empty: the roofline prior); refused, with the reason, for another "
+            "model or device, or a SIMULATION table on a real board")
+    stream_timeout_s: float = setting(1.0, "a stream silent this long, and for 10 of its own periods, leaves the "
+                                           "constraint set until it publishes again")
+    streams: tuple[StreamConfig, ...] = setting(
+        (), "several workloads, each with its own target: a list of {name, target_latency_ms, percentile, "
+            "stats_topic, model} (node: YAML text or a YAML file's path, e.g. "
+            "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30}]); empty: one stream "
+            "default on inference/stats with target_latency_ms, percentile and model; docs/governor_node.md",
+        node_default="", parse=parse_streams, unparse=format_streams)
     points: PointGridConfig = field(default_factory=PointGridConfig)
     safety: SafetyConfig = field(default_factory=SafetyConfig)
 
@@ -220,6 +254,8 @@ class GovernorConfig:
             raise ConfigError(f"percentile must be in (0, 100], got {self.percentile}")
         if not 0 <= self.margin < 1:
             raise ConfigError(f"margin must be in [0, 1), got {self.margin}")
+        if not self.stream_timeout_s > 0:  # not NaN either: every stream would be silent for good
+            raise ConfigError(f"stream_timeout_s must be > 0 s, got {self.stream_timeout_s}")
         object.__setattr__(self, "streams", streams_from_list(self.streams))
 
     @property
@@ -254,14 +290,13 @@ class GovernorConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> "GovernorConfig":
         data = dict(data or {})
-        points = PointGridConfig.from_dict(data.pop("points", None))
-        safety = SafetyConfig.from_dict(data.pop("safety", None))
+        sections = {f.name: dataclass_from_dict(section, data.pop(f.name, None), f.name)
+                    for f in fields(cls) if (section := section_class(f)) is not None}
         streams = data.pop("streams", None) or ()
         if not isinstance(streams, (list, tuple)):
             raise ConfigError(f"streams must be a list like [{{name: detector, target_latency_ms: 30}}], "
                               f"got {streams!r}")
-        return replace(dataclass_from_dict(cls, data, "governor"), points=points, safety=safety,
-                       streams=streams_from_list(streams))
+        return replace(dataclass_from_dict(cls, data, "governor"), **sections, streams=streams_from_list(streams))
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "GovernorConfig":

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from edge_roofline.clock import Clock
 from edge_roofline.governor.board_lock import BoardLock, board_lock_path, previous_record_warning
-from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig, parse_streams
+from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig
+from edge_roofline.governor.settings import config_dict
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.decision import Decision, report
 from edge_roofline.governor.model_follow import ModelFollower
@@ -37,33 +38,15 @@ def default_state_path(sysfs_root: str) -> Path:
 
 
 def governor_config(p: dict) -> GovernorConfig:
-    """The node's flat parameters as a GovernorConfig (the core validates every value). With a
+    """The node's parameters as a GovernorConfig (the core validates every value). With a
     ``streams`` parameter each stream has its own target, percentile and model; the flat
     ``target_latency_ms``/``percentile`` then apply to no stream, and a flat ``model`` is refused:
     which stream would it describe?"""
-    cores = [c.strip() for c in str(p["points_core_options"]).split(",") if c.strip()]
-    try:
-        core_options = [int(c) for c in cores]
-    except ValueError as exc:
-        raise ConfigError(f"points_core_options must be comma-separated core counts (e.g. '12,6'), "
-                          f"got {p['points_core_options']!r}") from exc
-    if not p["stream_timeout_s"] > 0:  # not NaN either: every stream would be silent for good
-        raise ConfigError(f"stream_timeout_s must be > 0 s, got {p['stream_timeout_s']}")
-    streams = parse_streams(p["streams"])
-    if streams and p["model"]:
+    data = config_dict(GovernorConfig, p)
+    if data["streams"] and p["model"]:
         raise ConfigError(f"model {p['model']!r} names no stream: with streams, give the stream its own "
-                          f"model key (e.g. {{name: {streams[0].name}, model: {p['model']}, ...}})")
-    return GovernorConfig.from_dict({
-        "target_latency_ms": p["target_latency_ms"], "percentile": p["percentile"], "margin": p["margin"],
-        "mode": p["mode"], "window_s": p["window_s"], "dwell_s": p["dwell_s"],
-        "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"])),
-        "prior_table": p["prior_table"], "streams": streams, "stream_timeout_s": p["stream_timeout_s"],
-        "points": {"cpu_steps": p["points_cpu_steps"], "gpu_steps": p["points_gpu_steps"],
-                   "emc_steps": p["points_emc_steps"], "core_options": core_options,
-                   "include_presets": p["points_include_presets"]},
-        "safety": {"stale_telemetry_s": p["stale_telemetry_s"], "thermal_limit_c": p["thermal_limit_c"],
-                   "thermal_margin_c": p["thermal_margin_c"]},
-    })
+                          f"model key (e.g. {{name: {data['streams'][0].name}, model: {p['model']}, ...}})")
+    return GovernorConfig.from_dict({**data, "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"]))})
 
 
 def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,

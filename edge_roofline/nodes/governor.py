@@ -14,58 +14,26 @@ from __future__ import annotations
 import sys
 from functools import partial
 
+from dataclasses import replace
+
 from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool
 
 from edge_roofline.ros import topics
 from edge_roofline.clock import Clock
-from edge_roofline.governor.config import ConfigError, GovernorConfig
+from edge_roofline.governor.config import ConfigError
+from edge_roofline.governor.node_parameters import PARAMETERS
 from edge_roofline.governor.runtime import GovernorRuntime
+from edge_roofline.governor.settings import parameter_values
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
 from edge_roofline.nodes.common import declare_parameters, run_node
 from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.telemetry.repeated_lines import RepeatedLines
 from edge_roofline.srv import SetTarget
-
-PARAMETERS = {
-    "mode": ("advise", "off | advise (recommend only) | active (apply)"),
-    "target_latency_ms": (50.0, "latency target at the percentile"),
-    "percentile": (95.0, "latency percentile the target applies to"),
-    "margin": (GovernorConfig.margin, "predicted percentile must stay under target x (1 - margin)"),
-    "platform": ("jetson", "jetson | virtual:DEVICE | nvml (outside the catalogue: points learned by measuring); "
-                           "one that cannot start: modes off and advise govern nothing and say so, active exits 2"),
-    "sysfs_root": ("/", "sysfs root (a live virtual Jetson's root)"),
-    "nvpmodel_cmd": ("nvpmodel", "nvpmodel executable (real boards)"),
-    "device": ("", "catalogue device (empty: from the platform)"),
-    "model": ("", "ONNX path or zoo:NAME whose roofline the predictor uses, whatever the stream reports "
-                  "(empty: follow the model the stream publishes in InferenceStats.model_id)"),
-    "streams": ("", "several workloads, each with its own target: YAML list or a YAML file's path, e.g. "
-                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}] "
-                    "(empty: one stream on inference/stats with target_latency_ms, percentile, model)"),
-    "stream_timeout_s": (GovernorConfig.stream_timeout_s, "a stream silent this long leaves the constraint set "
-                                                          "(and for 10 of its own periods) until it publishes "
-                                                          "again"),
-    "precision": ("fp16", "precision of the model's cost (fp32 | fp16 | int8)"),
-    "engine": ("gpu", "engine the model runs on: gpu | cpu | dla"),
-    "points_cpu_steps": (4, "CPU cap steps in the candidate grid"),
-    "points_gpu_steps": (4, "GPU cap steps in the candidate grid"),
-    "points_emc_steps": (3, "EMC cap steps in the candidate grid"),
-    "points_core_options": ("", "online-core counts to try, comma-separated (empty: the preset's and half)"),
-    "points_include_presets": (True, "reboot-free nvpmodel presets are candidates too"),
-    "safe_point": ("", "fallback point name (empty: the point found at start)"),
-    "prior_table": ("", "operating-point table of this model from `edge-roofline sweep` (empty: the roofline prior)"),
-    "state_path": ("", "crash record of every cap file and the mode as found (empty: under sysfs_root, or ~/.ros); "
-                       "one governor per board whatever its state_path (lock: /run/lock, or sysfs_root/run/lock)"),
-    "step_rate_hz": (10.0, "decisions per second"),
-    "window_s": (5.0, "sliding window of the latency percentile"),
-    "dwell_s": (3.0, "minimum time at a point before an energy-driven move"),
-    "stale_telemetry_s": (1.0, "no power telemetry for this long: fall back to the safe point"),
-    "thermal_limit_c": (95.0, "fall back when a zone comes within thermal_margin_c of this"),
-    "thermal_margin_c": (5.0, "see thermal_limit_c"),
-}
-
 
 REPEATED_LINES_S = 5.0  # a log line that only counts on comes at most this often
 
@@ -89,6 +57,9 @@ class GovernorNode(Node):
         self.clock = _NodeClock(self)
         self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
                                        owner=f"node {self.get_fully_qualified_name()}")
+        self._syncing = False
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._sync_parameters()
         # One thread: a multi-threaded executor busy-spins while a mutually exclusive group is
         # taken, which on a small machine starved the step timer for seconds (fallback late).
         # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
@@ -145,14 +116,38 @@ class GovernorNode(Node):
             stats_topics=self.stats_topics, current=gov.current, safe_point=gov.safe_point, switches=gov.switches,
             stamp=stamp, last_change_stamp=self.last_change, simulated=self.runtime.simulated))
 
+    def _sync_parameters(self) -> None:
+        """`ros2 param get` reads the settings in force: the state_path chosen for an empty one,
+        a target set through governor/set_target, the mode after governor/enable."""
+        gov = self.runtime.governor
+        current = {name: self.get_parameter(name).value for name in PARAMETERS}
+        stale = parameter_values(replace(gov.config, mode=gov.mode), current)
+        if stale:
+            self._syncing = True
+            try:
+                self.set_parameters([Parameter(name, value=value) for name, value in stale.items()])
+            finally:
+                self._syncing = False
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        # A parameter set after start would read as in force while nothing used it: refused.
+        names = ", ".join(p.name for p in params if p.name in PARAMETERS)
+        if self._syncing or not names:
+            return SetParametersResult(successful=True)
+        return SetParametersResult(successful=False, reason=(
+            f"{names}: the governor reads its parameters at start only; a new target: the governor/set_target "
+            f"service; on or off: governor/enable; anything else: restart it with -p NAME:=VALUE"))
+
     def on_enable(self, request, response):
         response.success, response.message = self.runtime.set_enabled(request.data)
+        self._sync_parameters()
         (self.get_logger().info if response.success else self.get_logger().error)(response.message)
         return response
 
     def on_set_target(self, request, response):
         response.success, response.message = self.runtime.set_target(request.target_latency_ms, request.percentile,
                                                                       request.stream)
+        self._sync_parameters()
         self.get_logger().info(response.message)
         return response
 

@@ -3,8 +3,8 @@ node, an unknown key or a value of the wrong type is refused with one line namin
 key and the allowed ones (ROS itself would ignore the first two and fail the node on the third).
 
 What a node declares is its module-level ``PARAMETERS`` table in ``edge_roofline/nodes/NODE.py``,
-read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports; the
-table stays the one source. A default that is not a literal (e.g. ``GovernorConfig.margin``)
+read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports (or
+the rclpy-free module the node imports it from); the table stays the one source. A default that is not a literal (e.g. ``GovernorConfig.margin``)
 leaves that key's type to the node, which refuses a wrong one at start on one line too."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import importlib
 from pathlib import Path
 
 NODES_DIR = Path(__file__).resolve().parent.parent / "nodes"
@@ -45,6 +46,12 @@ def declared_parameters() -> dict[str, dict]:
                     and any(isinstance(t, ast.Name) and t.id == "PARAMETERS" for t in stmt.targets)):
                 nodes[path.stem] = {ast.literal_eval(k): _default(v)
                                     for k, v in zip(stmt.value.keys, stmt.value.values)}
+            elif (isinstance(stmt, ast.ImportFrom) and stmt.level == 0
+                  and any(a.name == "PARAMETERS" and not a.asname for a in stmt.names)):
+                # A table derived elsewhere (the governor's, from GovernorConfig): that module is
+                # rclpy-free by the core's rule, so importing it is cheap.
+                table = importlib.import_module(stmt.module).PARAMETERS
+                nodes[path.stem] = {name: default for name, (default, _) in table.items()}
     return nodes
 
 

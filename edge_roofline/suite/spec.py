@@ -162,9 +162,21 @@ def load_params(path: str | Path) -> dict[str, dict]:
         node_params = (body or {}).get("ros__parameters") if isinstance(body, dict) else None
         if not isinstance(node_params, dict):
             raise ValueError(f"parameter file {path}: node {node!r} needs a 'ros__parameters' mapping")
-        params[str(node).lstrip("/")] = node_params
+        params[str(node).lstrip("/")] = flat_parameters(node_params)
     check_parameter_file(path, params)
     return params
+
+
+def flat_parameters(values: dict, prefix: str = "") -> dict:
+    """Nested mappings as ROS reads them: ``safety: {stale_telemetry_s: 1.0}`` is the parameter
+    ``safety.stale_telemetry_s``."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(flat_parameters(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def node_parameters(params: dict[str, dict], name: str, namespace: str = "") -> dict:

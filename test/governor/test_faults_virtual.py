@@ -114,7 +114,7 @@ def names_file(text: str, path) -> bool:
 
 def moved_governor(tree, logs):
     """A governor (active, in MAXN's caps grid only) that has moved the board off what it found."""
-    runtime = GovernorRuntime(runtime_params(tree, mode="active", points_include_presets=False, dwell_s=0.5),
+    runtime = GovernorRuntime(runtime_params(tree, mode="active", **{"points.include_presets": False}, dwell_s=0.5),
                               SimClock(0.0), log=logs.append)
     gov = runtime.governor
     t = 0.0

@@ -9,19 +9,16 @@ import pytest
 
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import ConfigError
+from edge_roofline.governor.node_parameters import PARAMETERS
 from edge_roofline.governor.pointwise import PointwisePredictor
 from edge_roofline.governor.runtime import GovernorRuntime
 from test.platforms.test_nvml_platform import fake_pynvml
 
 
 def params(tmp_path):
-    return {"mode": "active", "target_latency_ms": 20.0, "percentile": 95.0, "margin": 0.05,
-            "platform": "nvml", "sysfs_root": "/", "nvpmodel_cmd": "nvpmodel", "device": "",
-            "model": "zoo:tiny_cnn", "precision": "fp16", "engine": "gpu", "points_cpu_steps": 4,
-            "points_gpu_steps": 4, "points_emc_steps": 3, "points_core_options": "",
-            "points_include_presets": True, "safe_point": "", "prior_table": "", "streams": "", "stream_timeout_s": 3.0,
-            "state_path": str(tmp_path / "state.json"), "window_s": 5.0, "dwell_s": 3.0,
-            "stale_telemetry_s": 1.0, "thermal_limit_c": 95.0, "thermal_margin_c": 5.0}
+    return {**{name: default for name, (default, _) in PARAMETERS.items()}, "mode": "active",
+            "target_latency_ms": 20.0, "platform": "nvml", "model": "zoo:tiny_cnn", "stream_timeout_s": 3.0,
+            "state_path": str(tmp_path / "state.json")}
 
 
 def test_runtime_governs_an_nvml_gpu_by_measuring_each_point(monkeypatch, tmp_path):
