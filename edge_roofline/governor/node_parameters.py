@@ -3,7 +3,7 @@ without starting ROS): every GovernorConfig setting (edge_roofline.governor.sett
 what only the node has (the platform it opens, the model's cost, its step rate).
 
 docs/nodes.md's governor table is generated from them: ``python -m
-edge_roofline.governor.node_parameters --write`` rewrites it; a test fails while it differs."""
+edge_roofline.governor.node_parameters`` rewrites it; a test fails while it differs."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ NODE_ONLY = {
 PARAMETERS = {**parameter_table(GovernorConfig), **NODE_ONLY}
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "nodes.md"
-COMMAND = "python -m edge_roofline.governor.node_parameters --write"
+COMMAND = "python -m edge_roofline.governor.node_parameters"
 BEGIN = f"<!-- governor parameters: generated from GovernorConfig by `{COMMAND}`; do not edit -->"
 END = "<!-- end of the generated governor parameters -->"
 
@@ -59,10 +59,7 @@ def write_docs(path: Path = DOCS) -> bool:
     return new != text
 
 
-def main(argv: list[str]) -> int:
-    if argv != ["--write"]:
-        print(f"usage: {COMMAND}  (rewrites the governor table of {DOCS})", file=sys.stderr)
-        return 2
+def main() -> int:
     if not DOCS.is_file():
         print(f"no {DOCS}: run it from a source checkout (the repository root)", file=sys.stderr)
         return 2
@@ -71,4 +68,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -3,9 +3,10 @@ node, an unknown key or a value of the wrong type is refused with one line namin
 key and the allowed ones (ROS itself would ignore the first two and fail the node on the third).
 
 What a node declares is its module-level ``PARAMETERS`` table in ``edge_roofline/nodes/NODE.py``,
-read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports (or
-the rclpy-free module the node imports it from); the table stays the one source. A default that is not a literal (e.g. ``GovernorConfig.margin``)
-leaves that key's type to the node, which refuses a wrong one at start on one line too."""
+read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports (a
+table the node imports comes from an rclpy-free module: the governor's, from GovernorConfig);
+the table stays the one source. A default that is not a literal leaves that key's type to the
+node, which refuses a wrong one at start on one line too."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from test.nodes.rosutil import log_text, start_node, stop_node, watcher
 from test.nodes.virtual_rig import DEVICE, cap_files, governor_params
 
 STALE_S = 1.0
+FAST_STALE = {"safety.stale_telemetry_s": STALE_S}
 
 
 def fake_inputs(node, states: list) -> dict:
@@ -49,7 +50,7 @@ def test_faults_fall_back_within_a_second(board, ros_env, tmp_path):  # noqa: F8
     states = []
     with watcher(ros_env) as (node, spin_until):
         fake = fake_inputs(node, states)
-        gov = start_node("governor", ros_env, governor_params(board, state_path, **{"safety.stale_telemetry_s": STALE_S}), log)
+        gov = start_node("governor", ros_env, governor_params(board, state_path, **FAST_STALE), log)
         try:
             def healthy():
                 return states and not states[-1][1].fallback_active and states[-1][1].state != "fallback"
@@ -107,7 +108,7 @@ def test_two_governors_kill_9_and_a_read_only_cap_file(board, ros_env, tmp_path)
     state_path = tmp_path / "state.json"
     logs = {name: tmp_path / f"{name}.log" for name in ("first", "second", "third", "fourth")}
     states = []
-    params = governor_params(board, state_path, **{"safety.stale_telemetry_s": STALE_S, "points.include_presets": False})
+    params = governor_params(board, state_path, **FAST_STALE, **{"points.include_presets": False})
     with watcher(ros_env) as (node, spin_until):
         fake = fake_inputs(node, states)
         first = start_node("governor", ros_env, {**params, "mode": "advise"}, logs["first"])
@@ -191,7 +192,7 @@ def test_power_rail_files_removed_mid_run(ros_env, tmp_path):
             fake_inputs(node, states)["power"] = False  # power comes from the power monitor only
             procs = [start_node("power_monitor", ros_env, {"platform": f"virtual:{DEVICE}", "sysfs_root": str(root)},
                                 logs["power_monitor"]),
-                     start_node("governor", ros_env, governor_params(root, state_path, **{"safety.stale_telemetry_s": STALE_S}),
+                     start_node("governor", ros_env, governor_params(root, state_path, **FAST_STALE),
                                 logs["governor"])]
             try:
                 assert spin_until(lambda: states and not states[-1][1].fallback_active and states[-1][1].window_samples,
