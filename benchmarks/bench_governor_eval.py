@@ -3,8 +3,10 @@
 every stream of a phase meets its target) and to MAXN, the governor's violation rate (the worst
 stream's) and the acceptance verdict, plus the time it took. ``--details`` adds each scenario's
 table (with several streams: each policy's total energy and each stream's p95 and violations).
+``--write-results`` also writes them to docs/governor_eval_results.md, the one file the results
+live in (the README and the docs link it), with the command, the commit and the date.
 
-    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [SCENARIO ...]
+    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [--write-results] [SCENARIO ...]
 
 ``--seeds N`` runs each scenario with N seeds (its own and the next N-1): a different jitter
 draw and, with physics_perturbation, a differently perturbed device, so the verdict is not
@@ -14,16 +16,21 @@ the luck of one shipped seed.
 from __future__ import annotations
 
 import argparse
+import shlex
+import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
 from edge_roofline.governor.eval import (evaluate, format_evaluation, format_summary,  # noqa: E402
                                          load_scenario, shipped_scenarios)
+from edge_roofline.governor.eval.tables import RESULTS_FILE, format_results_file  # noqa: E402
 
 
 def _evaluate(job: tuple[str, int]):
@@ -37,12 +44,26 @@ def _evaluate(job: tuple[str, int]):
     return evaluation, time.perf_counter() - start
 
 
+def commit() -> str:
+    """The commit the numbers came from, marked when the tree had changes (or why none is known)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short=12", "HEAD")
+        return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped one)")
     parser.add_argument("--jobs", type=int, default=2, help="scenarios evaluated in parallel")
     parser.add_argument("--details", action="store_true", help="also print each scenario's table")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per scenario (its own and the next ones)")
+    parser.add_argument("--write-results", action="store_true",
+                        help=f"also write the tables (each run's too) to {RESULTS_FILE}")
     args = parser.parse_args()
     names = args.scenarios or shipped_scenarios()
     jobs = [(name, k) for name in names for k in range(max(args.seeds, 1))]
@@ -60,6 +81,12 @@ def main() -> int:
     print(f"\n{passed}/{len(evaluations)} scenarios meet every criterion; {simulated_s:.0f} s simulated per "
           f"policy, evaluated in {wall_s:.0f} s wall ({args.jobs} jobs; per scenario "
           + ", ".join(f"{t:.0f}" for _, t in results) + " s)")
+    if args.write_results:
+        command = shlex.join(["python", "benchmarks/bench_governor_eval.py", *sys.argv[1:]])
+        date_utc = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        (REPO / RESULTS_FILE).write_text(format_results_file(evaluations, command=command, commit=commit(),
+                                                             date_utc=date_utc, details=True))
+        print(f"wrote {RESULTS_FILE}")
     return 0
 
 
