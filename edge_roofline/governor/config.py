@@ -1,5 +1,7 @@
 """Governor configuration: one dataclass per concern, built from a dict or a YAML file with
-unknown keys refused by name (a typo must not silently leave a default in force).
+unknown keys refused by name (a typo must not silently leave a default in force). Each field is
+a setting defined once (``setting(default, doc)``): the governor node's parameters and their
+docs table come from these fields (edge_roofline.governor.settings).
 
 YAML layout (every key optional)::
 
@@ -62,8 +64,6 @@ def dataclass_from_dict(cls, data: Mapping[str, Any] | None, section: str):
 
 def parse_core_options(text: str) -> tuple[int, ...]:
     """Core counts from comma-separated text ("12,6"); "" gives none (the preset's and half)."""
-    if not isinstance(text, str):  # a YAML config's list
-        return tuple(text)
     try:
         return tuple(int(c) for c in text.split(",") if c.strip())
     except ValueError:
@@ -189,9 +189,8 @@ def format_streams(streams: tuple[StreamConfig, ...]) -> str:
     """Streams as the YAML flow text parse_streams reads ("" for none), keys at their defaults left out."""
     import yaml
 
-    default = StreamConfig.__dataclass_fields__
-    items = [{f: getattr(s, f) for f in default if f in ("name", "target_latency_ms")
-              or getattr(s, f) != default[f].default} for s in streams]
+    items = [{f.name: getattr(s, f.name) for f in fields(StreamConfig)
+              if f.name in ("name", "target_latency_ms") or getattr(s, f.name) != f.default} for s in streams]
     return yaml.safe_dump(items, default_flow_style=True, width=10**6).strip() if items else ""
 
 

@@ -43,12 +43,23 @@ def test_the_tables_read_without_importing_are_the_nodes_own():
     ("foxglove_bridge:\n  ros__parameters:\n    topics: image\n",
      "foxglove_bridge: topics is 'image' (string), expected a list"),
     ("power_monitor:\n  ros__parameters:\n    publish_outputs: true\n", "power_monitor: unknown key 'publish_outputs'"),
+    # A section nested as ROS reads it (safety.stale_telemetry_s), checked by its full name.
+    ("governor:\n  ros__parameters:\n    safety: {stale_telemetry: 0.5}\n",
+     "governor: unknown key 'safety.stale_telemetry' (did you mean 'safety.stale_telemetry_s'?)"),
+    ("governor:\n  ros__parameters:\n    safety: {stale_telemetry_s: 1}\n",
+     "governor: safety.stale_telemetry_s is 1 (integer), expected double like its default 1.0"),
 ])
 def test_unknown_nodes_keys_and_wrong_types_are_refused(tmp_path, text, expected):
     path = _file(tmp_path, text)
     with pytest.raises(ParameterFileError) as info:
         load_params(path)
     assert str(info.value).startswith(f"parameter file {path}: ") and expected in str(info.value)
+
+
+def test_a_nested_section_is_read_as_ros_reads_it(tmp_path):
+    path = _file(tmp_path, "governor:\n  ros__parameters:\n    safety: {stale_telemetry_s: 0.5}\n"
+                           "    points:\n      cpu_steps: 2\n")
+    assert load_params(path) == {"governor": {"safety.stale_telemetry_s": 0.5, "points.cpu_steps": 2}}
 
 
 def test_every_problem_is_named_at_once(tmp_path):
