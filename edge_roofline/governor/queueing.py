@@ -90,7 +90,8 @@ class Measured:
 
 
 def service_times_s(finish_s: np.ndarray, latency_s: np.ndarray) -> np.ndarray:
-    """Each inference's service time (the first one's latency: its wait is not known)."""
+    """Each inference's service time (the first one's latency: an upper bound, its wait is not
+    known)."""
     gaps = np.diff(finish_s, prepend=-math.inf)
     return np.minimum(latency_s, np.where(gaps > 0, gaps, latency_s))
 
@@ -107,7 +108,7 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
                         max(1.0, float(np.percentile(latency_s, percentile)) / mean), previous)
     order = np.argsort(finish_s, kind="stable")
     finish_s, latency_s = finish_s[order], latency_s[order]
-    service = service_times_s(finish_s, latency_s)[1:]
+    service = service_times_s(finish_s, latency_s)
     mean = float(service.mean())
     jitter = max(1.0, float(np.percentile(service, percentile)) / mean)
     gaps = np.diff(np.sort(finish_s - latency_s))
