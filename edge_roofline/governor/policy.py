@@ -5,6 +5,7 @@ is least energy over time; with one stream it ranks points as energy per inferen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -35,17 +36,21 @@ class StreamPrediction:
     model_rel_error: float = 0.0  # how far off the model was at points it had not measured yet
     percentile: float = 95.0  # the stream's target percentile
     queue: QueueShape = QueueShape()  # its measured service and arrival variability
+    target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
 
-    def percentile_s(self, latency_s: float | None = None) -> float:
+    def percentile_s(self, latency_s: float | None = None, tail: bool = False) -> float:
         """The latency percentile with a mean service time ``latency_s`` (default: the
-        predicted one) at this input rate, waiting in the stream's queue included."""
+        predicted one) at this input rate, waiting in the stream's queue included; ``tail``:
+        the one at most TAIL_SHARE of inferences exceed."""
         latency_s = self.latency_s if latency_s is None else latency_s
-        return percentile_latency_s(latency_s, self.input_rate_hz, self.jitter_ratio, self.queue, self.percentile)
+        return percentile_latency_s(latency_s, self.input_rate_hz, self.jitter_ratio, self.queue, self.percentile, tail)
 
     def _fits(self, latency_s: float, reach: float = 1.0) -> bool:
-        """``latency_s``'s percentile, waiting included, under the limit x ``reach``; the
-        model's error reaches the service time (``reach``) and, through it, the waiting."""
-        return self.percentile_s(latency_s / reach) <= self.limit_s
+        """``latency_s``'s percentile, waiting included, under the limit x ``reach``, and at most
+        TAIL_SHARE of inferences over the target; the model's error reaches the service time
+        (``reach``) and, through it, the waiting."""
+        latency_s /= reach
+        return self.percentile_s(latency_s) <= self.limit_s and self.percentile_s(latency_s, tail=True) <= self.target_s
 
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""

@@ -30,7 +30,7 @@ includes the wait or not; its arrival is ``finish - latency``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,6 +41,10 @@ MAX_WAIT_SCALE = 20.0
 # service-time percentile by this fraction, or the model's waiting branch binding there.
 VISIBLE_WAIT_REL = 0.05
 _MIN_SAMPLES = 4  # fewer service times say nothing about their spread
+_MIN_TAIL_SAMPLES = 3  # a tail quantile is learned from windows with this many samples beyond it
+# At most this share of a stream's inferences may end past its target (what governor-eval
+# scores, issue #6): the tail beyond the percentile, the part queueing stretches most.
+TAIL_SHARE = 0.01
 # Each window moves the shape this share of the way (the first ones: their mean): rare long
 # inferences show in some windows and not in others, and the queue remembers them.
 SHAPE_MEMORY = 0.25
@@ -53,6 +57,7 @@ class QueueShape:
     service_scv: float = 0.0  # variance / mean^2 of service times
     arrival_scv: float = 0.0  # variance / mean^2 of the gaps between arrivals (periodic: 0)
     wait_scale: float = 1.0  # measured waiting at the percentile / Kingman's (>= 1)
+    tail_wait_scale: float = 1.0  # the same at the tail percentile (tail_percentile)
     windows: int = 0  # windows measured into it
 
 
@@ -71,12 +76,21 @@ def waiting_percentile_s(service_s: float, rate_hz: float, shape: QueueShape, pe
     return mean_wait_s / rho * math.log(rho / q)
 
 
+def tail_percentile(percentile: float) -> float:
+    """The percentile that at most TAIL_SHARE of inferences exceed (never below ``percentile``)."""
+    return max(percentile, 100.0 * (1.0 - TAIL_SHARE))
+
+
 def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,
-                         percentile: float) -> float:
-    """Waiting plus service at ``percentile``: the service-time percentile while waiting is rare
-    (low utilisation), Kingman's tail as the input period nears the service time."""
+                         percentile: float, tail: bool = False) -> float:
+    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile)``):
+    the service-time percentile while waiting is rare (low utilisation), Kingman's tail as the
+    input period nears the service time."""
+    if tail:
+        percentile = tail_percentile(percentile)
     wait_s = waiting_percentile_s(service_s, rate_hz, shape, percentile)
-    return max(service_s * jitter_ratio, service_s + shape.wait_scale * wait_s)
+    scale = shape.tail_wait_scale if tail else shape.wait_scale
+    return max(service_s * jitter_ratio, service_s + scale * wait_s)
 
 
 @dataclass(frozen=True)
@@ -114,14 +128,29 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
     gaps = np.diff(np.sort(finish_s - latency_s))
     arrival_scv = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 0.0
     step = max(1.0 / (previous.windows + 1), SHAPE_MEMORY)
-    shape = QueueShape(previous.service_scv + step * (float(service.var()) / mean ** 2 - previous.service_scv),
-                       previous.arrival_scv + step * (arrival_scv - previous.arrival_scv),
-                       previous.wait_scale, previous.windows + 1)
+    shape = replace(previous, windows=previous.windows + 1,
+                    service_scv=previous.service_scv + step * (float(service.var()) / mean ** 2 - previous.service_scv),
+                    arrival_scv=previous.arrival_scv + step * (arrival_scv - previous.arrival_scv))
+    # Learned at the percentile and, in a window long enough to show it, at the tail
+    # percentile (queueing stretches the far tail most, and not by the same factor).
+    scales = []
+    for q, before in ((percentile, previous.wait_scale), (tail_percentile(percentile), previous.tail_wait_scale)):
+        seen = _seen_wait_ratio(service, latency_s, rate_hz, shape, q) \
+            if len(latency_s) * (1.0 - q / 100.0) >= _MIN_TAIL_SAMPLES else None
+        scales.append(before if seen is None else before + step * (seen - before))
+    shape = replace(shape, wait_scale=scales[0], tail_wait_scale=scales[1])
+    return Measured(mean, float(service.var()), jitter, shape)
+
+
+def _seen_wait_ratio(service_s: np.ndarray, latency_s: np.ndarray, rate_hz: float, shape: QueueShape,
+                     percentile: float) -> float | None:
+    """Measured waiting at ``percentile`` / Kingman's, within [1, MAX_WAIT_SCALE]; None where
+    waiting does not show in the measured tail (nothing to learn from)."""
+    mean = float(service_s.mean())
+    service_tail_s = float(np.percentile(service_s, percentile))
     wait_s = waiting_percentile_s(mean, rate_hz, shape, percentile)
     measured_s = float(np.percentile(latency_s, percentile))
-    visible = measured_s > mean * jitter * (1.0 + VISIBLE_WAIT_REL) or mean + wait_s >= mean * jitter
-    if visible and 0.0 < wait_s < math.inf:
-        seen = min(max((measured_s - mean) / wait_s, 1.0), MAX_WAIT_SCALE)
-        scale = previous.wait_scale + step * (seen - previous.wait_scale)
-        shape = QueueShape(shape.service_scv, shape.arrival_scv, scale, shape.windows)
-    return Measured(mean, float(service.var()), jitter, shape)
+    visible = measured_s > service_tail_s * (1.0 + VISIBLE_WAIT_REL) or mean + wait_s >= service_tail_s
+    if not (visible and 0.0 < wait_s < math.inf):
+        return None
+    return float(min(max((measured_s - mean) / wait_s, 1.0), MAX_WAIT_SCALE))
