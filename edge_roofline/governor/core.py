@@ -384,8 +384,8 @@ class Governor:
         for s in measured:
             w = windows[s.name]
             lat, rate_hz = w.latencies_s, w.rate_hz
-            mean = uncontended(float(lat.mean()), gpu_s[s.name], stretches[s.name])
-            s.jitter_ratio = max(1.0, s.measured_percentile_s(w) / float(lat.mean()))
+            service = s.measure_service(w)  # the waiting in its queue is the queue model's
+            mean = uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name])
             expected = s.predictor.predict(self.current, rate_hz)
             before = expected.latency_s
             first_look = s.name not in self._calibrated_here and self._unvisited
@@ -403,7 +403,7 @@ class Governor:
                 self._new_workload()  # the energy ranking moves with the rate
             s.calibrated_rate_hz = rate_hz
             s.predictor.update(self.current, mean, input_rate_hz=rate_hz, samples=len(lat),
-                               latency_var_s2=float(lat.var()))
+                               latency_var_s2=service.service_var_s2)
             observed.append((s.predictor, mean, rate_hz))
         self._calibrated_here.update(s.name for s in measured)
         self._calibrated_in_mix.update(s.name for s in measured)

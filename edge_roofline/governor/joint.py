@@ -7,9 +7,10 @@ runs, the other streams' kernels take the GPU for the share of time they keep it
 part stretches by ``1 / (1 - U)`` (processor sharing); its host part (launches, the CPU-side
 constant) does not. With one stream ``U = 0`` and nothing changes. The DLA and the EMC are not
 modelled as separate queues: DRAM traffic slows a stream only through the measured calibration,
-and total utilisation above ``MAX_UTILISATION`` makes a point infeasible. Calibration removes the
-contention a stream saw before fitting its own predictor, so that predictor describes the
-stream alone.
+and total utilisation above ``MAX_UTILISATION`` makes a point infeasible. Each stream's own input
+queue (waiting behind its previous inference) is priced on its contended latency (queueing.py).
+Calibration removes the contention a stream saw before fitting its own predictor, so that
+predictor describes the stream alone.
 
 Energy: module power at a point is ``idle(p) + busy(p) x sum_i rate_i x latency_i + switching``,
 the single-stream energy model (predictor.py) times the rate, summed over the streams. Its
@@ -154,8 +155,8 @@ def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindo
     for (s, _, limit_s), load, stretch in zip(streams, loads, stretches):
         latency_s, std_s = contended(load, stretch)
         preds.append(StreamPrediction(s.name, latency_s, std_s, load.rate_hz, limit_s, s.jitter_ratio,
-                                      s.model_rel_error))
-    # One stream alone is held by its own utilisation rule (StreamPrediction.meets).
+                                      s.model_rel_error, s.config.percentile, s.queue, s.config.target_latency_s))
+    # One stream alone is held by its own queue (StreamPrediction.meets).
     return JointPrediction(point, tuple(preds), power_w, power_std_w, utilisation if len(loads) > 1 else 0.0)
 
 

@@ -5,14 +5,18 @@ is least energy over time; with one stream it ranks points as energy per inferen
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 from edge_roofline.platforms.base import OperatingPoint
 
-# Periodic input: a point busy more than this fraction of the input period has no room left for
-# jitter, and one busy longer than the period queues without bound. The same holds for the GPU
-# that several streams share.
+from .queueing import QueueShape, percentile_latency_s
+
+# Several streams share the GPU: their GPU time per second together above this leaves one
+# stream starved (joint.py stretches each stream's GPU part by the others' share). One stream's
+# own input queue is priced by the queueing model instead (queueing.py): the utilisation margin
+# it needs follows its measured tail.
 MAX_UTILISATION = 0.95
 # A step down one axis is tried while its predicted percentile is within this many times the
 # model's demonstrated error of the limit (the error it made at the points it has visited).
@@ -28,14 +32,25 @@ class StreamPrediction:
     latency_std_s: float  # uncertainty of that mean (model, not jitter)
     input_rate_hz: float  # the rate, capped by what the point sustains
     limit_s: float  # target x (1 - margin)
-    jitter_ratio: float  # measured percentile / mean
+    jitter_ratio: float  # measured service-time percentile / mean
     model_rel_error: float = 0.0  # how far off the model was at points it had not measured yet
+    percentile: float = 95.0  # the stream's target percentile
+    queue: QueueShape = QueueShape()  # its measured service and arrival variability
+    target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
+
+    def percentile_s(self, latency_s: float | None = None, tail: bool = False) -> float:
+        """The latency percentile with a mean service time ``latency_s`` (default: the
+        predicted one) at this input rate, waiting in the stream's queue included; ``tail``:
+        the one at most TAIL_SHARE of inferences exceed."""
+        latency_s = self.latency_s if latency_s is None else latency_s
+        return percentile_latency_s(latency_s, self.input_rate_hz, self.jitter_ratio, self.queue, self.percentile, tail)
 
     def _fits(self, latency_s: float, reach: float = 1.0) -> bool:
-        """``latency_s``'s percentile under the limit and the input rate sustainable (both
-        bounds x ``reach``)."""
-        return latency_s * self.jitter_ratio <= self.limit_s * reach and \
-            latency_s * self.input_rate_hz <= MAX_UTILISATION * reach
+        """``latency_s``'s percentile, waiting included, under the limit x ``reach``, and at most
+        TAIL_SHARE of inferences over the target; the model's error reaches the service time
+        (``reach``) and, through it, the waiting."""
+        latency_s /= reach
+        return self.percentile_s(latency_s) <= self.limit_s and self.percentile_s(latency_s, tail=True) <= self.target_s
 
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""
@@ -69,7 +84,7 @@ class JointPrediction:
     @property
     def binding(self) -> StreamPrediction | None:
         """The stream closest to its limit here (the one that limits how slow the point may be)."""
-        return max(self.streams, key=lambda s: (s.latency_s + s.latency_std_s) * s.jitter_ratio / s.limit_s,
+        return max(self.streams, key=lambda s: s.percentile_s(s.latency_s + s.latency_std_s) / s.limit_s,
                    default=None)
 
 

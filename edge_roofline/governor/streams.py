@@ -19,6 +19,7 @@ import numpy as np
 from .config import StreamConfig
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
+from .queueing import Measured, QueueShape, measure
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
@@ -66,6 +67,7 @@ class PowerWindow:
 class StreamWindow:
     latencies_s: np.ndarray
     rate_hz: float
+    finish_s: np.ndarray | None = None  # when each inference finished (None: not known)
 
 
 class Stream:
@@ -81,7 +83,8 @@ class Stream:
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
-        self.jitter_ratio = 1.0
+        self.jitter_ratio = 1.0  # service-time percentile / mean
+        self.queue = QueueShape()  # its input queue, as measured (queueing.py)
         # How far off the predictor was at the points it had not measured yet (a running mean
         # of |measured / predicted - 1| at each point's first window).
         self.model_rel_error = 0.0
@@ -129,7 +132,14 @@ class Stream:
             return None
         lat = np.array([v for _, v in self.latencies])
         span_s = max(self.latencies[-1][0] - self.latencies[0][0], 1e-6)
-        return StreamWindow(lat, (len(lat) - 1) / span_s)
+        return StreamWindow(lat, (len(lat) - 1) / span_s, np.array([t for t, _ in self.latencies]))
+
+    def measure_service(self, window: StreamWindow) -> Measured:
+        """The window's service times (waiting taken out) and queue; the stream's jitter ratio
+        and queue shape follow them."""
+        service = measure(window.finish_s, window.latencies_s, self.config.percentile, window.rate_hz, self.queue)
+        self.jitter_ratio, self.queue = service.jitter_ratio, service.shape
+        return service
 
     def measured_percentile_s(self, window: StreamWindow) -> float:
         return float(np.percentile(window.latencies_s, self.config.percentile))

@@ -1,0 +1,156 @@
+"""Queueing in the latency model: a stream's inputs wait while its previous inference runs, so
+the latency the application sees is waiting plus service, and the waiting grows without bound
+as the service time nears the input period.
+
+The model (one stream = one FIFO server, a G/G/1 queue):
+
+- Utilisation ``rho = rate x service mean``; at ``rho >= 1`` the queue grows without bound.
+- Mean wait (Kingman's G/G/1 approximation): ``E[Wq] = rho / (1 - rho) x (ca2 + cs2) / 2 x
+  service``, with ``cs2``/``ca2`` the squared coefficients of variation of the service times
+  and of the gaps between arrivals, both measured.
+- Its tail: a wait with probability ``rho`` (the delay probability, exact for Poisson arrivals),
+  then exponential with mean ``E[Wq] / rho`` (the heavy-traffic shape), so the wait exceeded by
+  a fraction ``q = 1 - percentile / 100`` of inputs is ``E[Wq] / rho x ln(rho / q)`` (0 when
+  ``rho <= q``).
+- The latency percentile: the larger of the service-time percentile (``jitter_ratio x
+  service``: today's prediction, which it equals while waiting is rare) and the mean service
+  plus the waiting percentile x ``wait_scale``.
+
+``wait_scale`` is how far the measured tail has exceeded this waiting (>= 1): rare long
+inferences (a preempted host thread) make a backlog that drains over many periods, a tail two
+moments do not capture. It is learned where the stream has been seen waiting, so the
+utilisation margin a point needs follows the tail measured, not a fixed constant.
+
+What the governor measures (``measure``): each inference's latency and its finish time. For a
+FIFO server its service time is ``min(latency, finish - previous finish)`` (it started at its
+arrival or when the previous one finished, whichever came later), whether the latency reported
+includes the wait or not; its arrival is ``finish - latency``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+# A stream measured waiting longer than Kingman's tail says: at most this many times (a window
+# with one burst in it must not make every busy point look unusable for long).
+MAX_WAIT_SCALE = 20.0
+# The measured tail teaches wait_scale only where waiting shows in it: its percentile over the
+# service-time percentile by this fraction, or the model's waiting branch binding there.
+VISIBLE_WAIT_REL = 0.05
+_MIN_SAMPLES = 4  # fewer service times say nothing about their spread
+_MIN_TAIL_SAMPLES = 3  # a tail quantile is learned from windows with this many samples beyond it
+# At most this share of a stream's inferences may end past its target (what governor-eval
+# scores, issue #6): the tail beyond the percentile, the part queueing stretches most.
+TAIL_SHARE = 0.01
+# Each window moves the shape this share of the way (the first ones: their mean): rare long
+# inferences show in some windows and not in others, and the queue remembers them.
+SHAPE_MEMORY = 0.25
+
+
+@dataclass(frozen=True)
+class QueueShape:
+    """What a stream's measured windows say about its queue, beyond the mean service time."""
+
+    service_scv: float = 0.0  # variance / mean^2 of service times
+    arrival_scv: float = 0.0  # variance / mean^2 of the gaps between arrivals (periodic: 0)
+    wait_scale: float = 1.0  # measured waiting at the percentile / Kingman's (>= 1)
+    tail_wait_scale: float = 1.0  # the same at the tail percentile (tail_percentile)
+    windows: int = 0  # windows measured into it
+
+
+def waiting_percentile_s(service_s: float, rate_hz: float, shape: QueueShape, percentile: float) -> float:
+    """The wait (before service starts) that ``percentile`` % of inputs do not exceed, Kingman's
+    tail unscaled; inf when the queue is unstable."""
+    rho = service_s * rate_hz
+    if not (math.isfinite(rho) and rho > 0):
+        return 0.0
+    if rho >= 1.0:
+        return math.inf
+    q = 1.0 - percentile / 100.0
+    if rho <= q:
+        return 0.0
+    mean_wait_s = rho / (1.0 - rho) * (shape.arrival_scv + shape.service_scv) / 2.0 * service_s
+    return mean_wait_s / rho * math.log(rho / q)
+
+
+def tail_percentile(percentile: float) -> float:
+    """The percentile that at most TAIL_SHARE of inferences exceed (never below ``percentile``)."""
+    return max(percentile, 100.0 * (1.0 - TAIL_SHARE))
+
+
+def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,
+                         percentile: float, tail: bool = False) -> float:
+    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile)``):
+    the service-time percentile while waiting is rare (low utilisation), Kingman's tail as the
+    input period nears the service time."""
+    if tail:
+        percentile = tail_percentile(percentile)
+    wait_s = waiting_percentile_s(service_s, rate_hz, shape, percentile)
+    scale = shape.tail_wait_scale if tail else shape.wait_scale
+    return max(service_s * jitter_ratio, service_s + scale * wait_s)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A window's service times and queue, recovered from latencies and finish times."""
+
+    service_mean_s: float
+    service_var_s2: float
+    jitter_ratio: float  # service-time percentile / mean (>= 1)
+    shape: QueueShape
+
+
+def service_times_s(finish_s: np.ndarray, latency_s: np.ndarray) -> np.ndarray:
+    """Each inference's service time (the first one's latency: an upper bound, its wait is not
+    known)."""
+    gaps = np.diff(finish_s, prepend=-math.inf)
+    return np.minimum(latency_s, np.where(gaps > 0, gaps, latency_s))
+
+
+def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: float, rate_hz: float,
+            previous: QueueShape = QueueShape()) -> Measured:
+    """Service times, their spread and the arrivals' from one window at one point, and the tail
+    measured there against the model's (``wait_scale``); the shape moves from ``previous``
+    towards this window's by ``SHAPE_MEMORY`` (the first windows: their mean).
+    ``finish_s`` None: latencies taken as service times (nothing known about waiting)."""
+    if finish_s is None or len(latency_s) < _MIN_SAMPLES:
+        mean = float(latency_s.mean())
+        return Measured(mean, float(latency_s.var()),
+                        max(1.0, float(np.percentile(latency_s, percentile)) / mean), previous)
+    order = np.argsort(finish_s, kind="stable")
+    finish_s, latency_s = finish_s[order], latency_s[order]
+    service = service_times_s(finish_s, latency_s)
+    mean = float(service.mean())
+    jitter = max(1.0, float(np.percentile(service, percentile)) / mean)
+    gaps = np.diff(np.sort(finish_s - latency_s))
+    arrival_scv = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 0.0
+    step = max(1.0 / (previous.windows + 1), SHAPE_MEMORY)
+    shape = replace(previous, windows=previous.windows + 1,
+                    service_scv=previous.service_scv + step * (float(service.var()) / mean ** 2 - previous.service_scv),
+                    arrival_scv=previous.arrival_scv + step * (arrival_scv - previous.arrival_scv))
+    # Learned at the percentile and, in a window long enough to show it, at the tail
+    # percentile (queueing stretches the far tail most, and not by the same factor).
+    scales = []
+    for q, before in ((percentile, previous.wait_scale), (tail_percentile(percentile), previous.tail_wait_scale)):
+        seen = _seen_wait_ratio(service, latency_s, rate_hz, shape, q) \
+            if len(latency_s) * (1.0 - q / 100.0) >= _MIN_TAIL_SAMPLES else None
+        scales.append(before if seen is None else before + step * (seen - before))
+    shape = replace(shape, wait_scale=scales[0], tail_wait_scale=scales[1])
+    return Measured(mean, float(service.var()), jitter, shape)
+
+
+def _seen_wait_ratio(service_s: np.ndarray, latency_s: np.ndarray, rate_hz: float, shape: QueueShape,
+                     percentile: float) -> float | None:
+    """Measured waiting at ``percentile`` / Kingman's, within [1, MAX_WAIT_SCALE]; None where
+    waiting does not show in the measured tail (nothing to learn from)."""
+    mean = float(service_s.mean())
+    service_tail_s = float(np.percentile(service_s, percentile))
+    wait_s = waiting_percentile_s(mean, rate_hz, shape, percentile)
+    measured_s = float(np.percentile(latency_s, percentile))
+    visible = measured_s > service_tail_s * (1.0 + VISIBLE_WAIT_REL) or mean + wait_s >= service_tail_s
+    if not (visible and 0.0 < wait_s < math.inf):
+        return None
+    return float(min(max((measured_s - mean) / wait_s, 1.0), MAX_WAIT_SCALE))
