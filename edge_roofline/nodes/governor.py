@@ -42,7 +42,8 @@ PARAMETERS = {
     "model": ("", "ONNX path or zoo:NAME whose roofline the predictor uses, whatever the stream reports "
                   "(empty: follow the model the stream publishes in InferenceStats.model_id)"),
     "streams": ("", "several workloads, each with its own target: YAML list or a YAML file's path, e.g. "
-                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}] "
+                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}]; a language model's "
+                    "phase: a stream with phase: prefill (judges TTFT) or decode (TPOT) "
                     "(empty: one stream on inference/stats with target_latency_ms, percentile, model)"),
     "stream_timeout_s": (GovernorConfig.stream_timeout_s, "a stream silent this long leaves the constraint set "
                                                           "(and for 10 of its own periods) until it publishes "
@@ -108,13 +109,15 @@ class GovernorNode(Node):
         self.repeated = RepeatedLines(interval_s=REPEATED_LINES_S)
         gov = self.runtime.governor
         sim = " (SIMULATION)" if self.runtime.simulated else ""
-        targets = ", ".join(f"{s.name} p{s.percentile:g} <= {s.target_latency_ms:g} ms on {self.stats_topics[s.name]}"
-                            for s in self.runtime.streams)
+        judged = {"prefill": " TTFT", "decode": " TPOT"}
+        targets = ", ".join(f"{s.name}{judged.get(s.phase, '')} p{s.percentile:g} <= {s.target_latency_ms:g} ms "
+                            f"on {self.stats_topics[s.name]}" for s in self.runtime.streams)
         self.get_logger().info(f"governor {gov.mode} on {self.runtime.platform.identity().model}{sim}: "
                                f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
 
     def on_stats(self, stream: str, msg: InferenceStats) -> None:
-        if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s()):
+        if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s(),
+                                      msg.phase, msg.end_to_end_ms / 1e3):
             self.on_step()  # a late inference is acted on at once, not at the next tick
 
     def on_power(self, msg: PowerTelemetry) -> None:
