@@ -245,13 +245,13 @@ def evaluate(sc: GenerationScenario, seeds: tuple[int, ...] = (0,)) -> list[Run]
     """Every policy over ``seeds`` (the runs in policy order, seeds within)."""
     from dataclasses import replace
 
-    runs = []
-    for policy in POLICIES:
-        for seed in seeds:
-            s = replace(sc, seed=seed)
-            points = hindsight(s).get(policy)
-            runs.append(simulate(s, policy, points))
-    return runs
+    runs = {}
+    for seed in seeds:
+        s = replace(sc, seed=seed)
+        chosen = hindsight(s)
+        for policy in POLICIES:
+            runs[policy, seed] = simulate(s, policy, chosen.get(policy))
+    return [runs[policy, seed] for policy in POLICIES for seed in seeds]
 
 
 def table(sc: GenerationScenario, runs: list[Run]) -> str:
@@ -276,3 +276,25 @@ def table(sc: GenerationScenario, runs: list[Run]) -> str:
                      f"{over_ttft:.1%} | {np.nanpercentile(tpot, 95) * 1e3:.3f} | {over_tpot:.1%} | "
                      f"{np.mean([r.switches for r in rs]):.0f} | {points} |")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m edge_roofline.governor.eval.generation [--seeds N] SCENARIO.yaml ...``: a table each."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenarios", nargs="+")
+    parser.add_argument("--seeds", type=int, default=1)
+    args = parser.parse_args(argv)
+    try:
+        scenarios = [load_generation_scenario(path) for path in args.scenarios]
+    except ConfigError as exc:
+        print(f"error: {exc}")
+        return 2
+    for sc in scenarios:
+        print(table(sc, evaluate(sc, tuple(range(args.seeds)))), end="\n\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
