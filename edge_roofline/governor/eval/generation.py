@@ -98,7 +98,7 @@ class Run:
     ttft_s: list[float] = field(default_factory=list)
     tpot_s: list[float] = field(default_factory=list)
     switches: int = 0
-    points: dict[str, str] = field(default_factory=dict)  # what the policy chose (hindsight ones)
+    points: dict[str, str] = field(default_factory=dict)  # hindsight: per phase; governor: in force at the end
 
     @property
     def energy_per_token_j(self) -> float:
@@ -182,10 +182,11 @@ def simulate(sc: GenerationScenario, policy: str, points: dict[str, Any] | None 
         run.tokens += 1 + len(decodes)
     sim.advance(sc.duration_s)
     run.energy_j = sim.board.energy_j
+    run.points = {phase: p.name for phase, p in phase_point.items()}
     if gov is not None:
+        run.points = {"at the end": sim.platform.current_operating_point().name}
         gov.shutdown()
         run.switches = gov.switches
-    run.points = {phase: p.name for phase, p in phase_point.items()}
     return run
 
 
