@@ -42,8 +42,8 @@ PARAMETERS = {
     "model": ("", "ONNX path or zoo:NAME whose roofline the predictor uses, whatever the stream reports "
                   "(empty: follow the model the stream publishes in InferenceStats.model_id)"),
     "streams": ("", "several workloads, each with its own target: YAML list or a YAML file's path, e.g. "
-                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}]; a language model's "
-                    "phase: a stream with phase: prefill (judges TTFT) or decode (TPOT) "
+                    "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}]; "
+                    "a language model's phase: a stream with phase: prefill (judges TTFT) or decode (TPOT) "
                     "(empty: one stream on inference/stats with target_latency_ms, percentile, model)"),
     "stream_timeout_s": (GovernorConfig.stream_timeout_s, "a stream silent this long leaves the constraint set "
                                                           "(and for 10 of its own periods) until it publishes "

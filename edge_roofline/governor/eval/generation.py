@@ -260,8 +260,8 @@ def table(sc: GenerationScenario, runs: list[Run]) -> str:
     lines = [f"{sc.name} ({sc.device}, prompt {sc.prompt_tokens}, {sc.output_tokens} tokens out, "
              f"{sc.request_rate_hz:g} req/s; TTFT p{sc.percentile:g} <= {sc.ttft_ms:g} ms, TPOT <= {sc.tpot_ms:g} ms) "
              f"SIMULATION",
-             "", "| policy | mJ / output token | vs MAXN | TTFT p95 ms | TTFT over | TPOT p95 ms | TPOT over | switches "
-             "| points |", "|---|---|---|---|---|---|---|---|---|"]
+             "", "| policy | mJ / output token | vs MAXN | TTFT p95 ms | TTFT over | TPOT p95 ms | TPOT over "
+             "| switches | points |", "|---|---|---|---|---|---|---|---|---|"]
     by = {}
     for r in runs:
         by.setdefault(r.policy, []).append(r)
