@@ -23,7 +23,8 @@ Time (per ONNX node, in graph order; TensorRT-like execution):
 - the three overlap imperfectly (a 4-norm, so near the ridge both matter), plus a per-kernel
   launch/tail cost: the launch fixed, the tail of a tiled kernel (its last wave) in the GPU clock
   domain. So a decode step (matrix-vector products and small streaming kernels) barely slows at
-  a lower GPU clock and slows at once at a lower EMC clock, as published.
+  a lower GPU clock and slows at once at a lower EMC clock (issue 27 cites 1-6 % more decode
+  latency for a much lower GPU clock, measured on a server GPU; no Jetson figure yet).
 - pointwise activations and normalisations after a contraction are fused into it (no kernel).
 - host side: per-inference and per-kernel enqueue work in CPU cycles (CPU clock); the GPU work
   overlaps with the enqueue; the host part is slowed when background load leaves too few cores.
