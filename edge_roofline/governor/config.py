@@ -17,6 +17,9 @@ YAML layout (every key optional)::
     streams:
       - {name: detector, stats_topic: /det/inference/stats, target_latency_ms: 30, percentile: 95}
       - {name: segmenter, stats_topic: /seg/inference/stats, target_latency_ms: 100}
+      # A language model: two streams on the generation node's one stats topic, one per phase.
+      - {name: llm_ttft, stats_topic: /llm/inference/stats, phase: prefill, target_latency_ms: 300}
+      - {name: llm_tpot, stats_topic: /llm/inference/stats, phase: decode, target_latency_ms: 60}
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any, Mapping
 from edge_roofline.governor.settings import section_class, setting
 
 MODES = ("off", "advise", "active")
+PHASES = ("", "prefill", "decode")  # StreamConfig.phase
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 
@@ -124,13 +128,17 @@ class StreamConfig:
     """One network the governor holds a target for. ``stats_topic`` and ``model`` are read by the
     node only: where the stream's InferenceStats come from ("" = ``<name>/inference/stats``) and
     an ONNX path or zoo:NAME whose roofline to use whatever the stream reports ("" = follow
-    ``InferenceStats.model_id``)."""
+    ``InferenceStats.model_id``). ``phase`` makes the stream one phase of a language model."""
 
     name: str = ""
     target_latency_ms: float = math.nan
     percentile: float = 95.0
     stats_topic: str = ""
     model: str = ""
+    # "" = every message; prefill | decode: only that phase's InferenceStats, judging time to
+    # first token (end_to_end_ms) for prefill and time per output token (latency_ms) for decode,
+    # so one generation node feeds two streams from one topic.
+    phase: str = ""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_]+", self.name or ""):
@@ -141,6 +149,9 @@ class StreamConfig:
                               f"got {self.target_latency_ms}")
         if not 0 < self.percentile <= 100:
             raise ConfigError(f"stream {self.name}: percentile must be in (0, 100], got {self.percentile}")
+        if self.phase not in PHASES:
+            raise ConfigError(f"stream {self.name}: phase must be prefill or decode (or empty: every message), "
+                              f"got {self.phase!r}")
 
     @property
     def target_latency_s(self) -> float:
@@ -237,7 +248,8 @@ class GovernorConfig:
                                            "constraint set until it publishes again")
     streams: tuple[StreamConfig, ...] = setting(
         (), "several workloads, each with its own target: a list of {name, target_latency_ms, percentile, "
-            "stats_topic, model} (node: YAML text or a YAML file's path, e.g. "
+            "stats_topic, model, phase} (phase: prefill judges TTFT, decode TPOT, of one language model; "
+            "node: YAML text or a YAML file's path, e.g. "
             "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30}]); empty: one stream "
             "default on inference/stats with target_latency_ms, percentile and model; docs/governor_node.md",
         node_default="", parse=parse_streams, unparse=format_streams)

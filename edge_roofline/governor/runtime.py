@@ -22,11 +22,16 @@ from edge_roofline.models.source import load_model_source
 from edge_roofline.platforms.base import OperatingPoint, Platform, PlatformError, PlatformInitError
 from edge_roofline.platforms.cpu import CpuPlatform
 from edge_roofline.roofline.costs import analyze_model
+from edge_roofline.roofline.decoder import DecoderCostModel
 from edge_roofline.roofline.devices import get_device
 from edge_roofline.roofline.model import RooflineAnalysis, analyze_roofline
 from edge_roofline.platforms import create_platform
 
 STATE_FILE = "edge_roofline/governor_state.json"
+# (new tokens, context) a phase stream's prior is costed at: it gives the phase's place on the
+# roofline (prefill compute-bound, decode memory-bound); the predictor calibrates the scale from
+# the stream's measurements, whatever the real prompts and answers.
+PHASE_STEP = {"prefill": (128, 0), "decode": (1, 256)}
 
 
 def default_state_path(sysfs_root: str) -> Path:
@@ -61,12 +66,16 @@ def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,
     return platform, recovered
 
 
-def model_analysis(model: str, device_key: str, point: OperatingPoint, precision: str, engine: str) -> RooflineAnalysis:
+def model_analysis(model: str, device_key: str, point: OperatingPoint, precision: str, engine: str,
+                   phase: str = "") -> RooflineAnalysis:
     """The roofline of ``model`` (an ONNX path or zoo:NAME, as the inference node takes it) at
     the spec ceilings of ``point``: the predictor's prior. Any point of the device will do, a
-    preset or the caps someone set by hand (the predictor moves it to every other point)."""
+    preset or the caps someone set by hand (the predictor moves it to every other point).
+    ``phase``: a decoder's step of that phase (PHASE_STEP)."""
     device = get_device(device_key)
-    cost = analyze_model(load_model_source(model), precision=precision)
+    source = load_model_source(model)
+    cost = (DecoderCostModel(source, precision=precision).cost(*PHASE_STEP[phase]) if phase
+            else analyze_model(source, precision=precision))
     return analyze_roofline(cost, clocks_ceilings(device, precision, effective_clocks(device, point), engine=engine))
 
 
@@ -98,8 +107,10 @@ class GovernorRuntime:
             device = p["device"] or identity.catalogue_key
             found = self.platform.current_operating_point()
 
-            def analyze(model: str) -> RooflineAnalysis | None:
-                return model_analysis(model, device, found, p["precision"], p["engine"]) if device else None
+            def analyzer(phase: str):
+                def analyze(model: str) -> RooflineAnalysis | None:
+                    return model_analysis(model, device, found, p["precision"], p["engine"], phase) if device else None
+                return analyze
 
             if not device and not self.unavailable:
                 log(f"{identity.model} is not in the device catalogue: no roofline prior, each operating "
@@ -108,9 +119,11 @@ class GovernorRuntime:
             # reports; empty: follow the stream.
             self.streams: tuple[StreamConfig, ...] = config.stream_configs
             overrides = {s.name: s.model or p["model"] for s in self.streams}
-            self.models = {name: ModelFollower(analyze, override=model) for name, model in overrides.items()}
+            self.phases = {s.name: s.phase for s in self.streams}
+            self.models = {s.name: ModelFollower(analyzer(s.phase), override=overrides[s.name]) for s in self.streams}
             self.governor = Governor(self.platform, config,
-                                     {name: analyze(model) if model else None for name, model in overrides.items()},
+                                     {s.name: analyzer(s.phase)(overrides[s.name]) if overrides[s.name] else None
+                                      for s in self.streams},
                                      clock, self.store)
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
@@ -173,10 +186,18 @@ class GovernorRuntime:
         return [f"ignored {new} implausible reading(s), the last: {safety.last_glitch} (a fault is "
                 f"{rule.implausible_samples} within {rule.implausible_window_s:g} s)"]
 
-    def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float) -> bool:
+    def observe_stats(self, stream: str, model_id: str, latency_s: float | None, now_s: float,
+                      phase: str = "", end_to_end_s: float = math.nan) -> bool:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
-        never ran). True: over its target at a point not known to miss (step now: Governor.observe_inference)."""
+        never ran). True: over its target at a point not known to miss (step now: Governor.observe_inference).
+        A phase stream takes only its phase's steps (``phase``), and judges a prefill by its time to
+        first token (``end_to_end_s``), a decode step by its own time (time per output token)."""
+        wanted = self.phases[stream]
+        if wanted and phase != wanted:
+            return False  # the other phase's step (or a frame): another stream's, or nobody's
         self.models[stream].observe(model_id)
+        if wanted == "prefill" and latency_s is not None:
+            latency_s = end_to_end_s
         return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream)
 
     def follow_models(self) -> list[str]:

@@ -79,13 +79,15 @@ class GovernorNode(Node):
         self.repeated = RepeatedLines(interval_s=REPEATED_LINES_S)
         gov = self.runtime.governor
         sim = " (SIMULATION)" if self.runtime.simulated else ""
-        targets = ", ".join(f"{s.name} p{s.percentile:g} <= {s.target_latency_ms:g} ms on {self.stats_topics[s.name]}"
-                            for s in self.runtime.streams)
+        judged = {"prefill": " TTFT", "decode": " TPOT"}
+        targets = ", ".join(f"{s.name}{judged.get(s.phase, '')} p{s.percentile:g} <= {s.target_latency_ms:g} ms "
+                            f"on {self.stats_topics[s.name]}" for s in self.runtime.streams)
         self.get_logger().info(f"governor {gov.mode} on {self.runtime.platform.identity().model}{sim}: "
                                f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
 
     def on_stats(self, stream: str, msg: InferenceStats) -> None:
-        if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s()):
+        if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s(),
+                                      msg.phase, msg.end_to_end_ms / 1e3):
             self.on_step()  # a late inference is acted on at once, not at the next tick
 
     def on_power(self, msg: PowerTelemetry) -> None:

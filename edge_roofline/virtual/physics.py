@@ -9,14 +9,22 @@ mechanisms below, and the tests check that it does.
 
 Time (per ONNX node, in graph order; TensorRT-like execution):
 
-- compute: ``flops / (peak(precision, GPU clock, active TPCs) x eff)`` where ``eff`` rises with
-  the kernel's work (a small kernel cannot fill every SM: ``eff_max x W / (W + W_half x SMs)``);
-  depthwise convolutions and non-contraction ops do not use Tensor Cores.
-- memory: weights stream from DRAM (EMC clock); activations stay in L2 (GPU clock) when they fit
-  in half of it, else go to DRAM; recurrent ops re-read their weights every time step (from L2
-  when they fit). Streaming reaches a fraction of the DRAM peak.
+- compute: ``flops / (peak(precision, GPU clock, active TPCs) x eff)`` where, for a
+  contraction, ``eff`` rises with the kernel's work (a small GEMM's tiles cannot fill every SM:
+  ``eff_max x W / (W + W_half x SMs)``); depthwise convolutions, non-contraction ops and
+  matrix-vector products (one row of activations: a decode step's projections) do not use Tensor
+  Cores and have no tiles to fill (a matrix-vector product spreads its weight columns over every
+  SM): their few FLOPs per byte hide behind their memory traffic and their launch.
+- memory: weights stream from DRAM (EMC clock), and so do the graph's inputs (copied in, or state
+  kept between runs: a decoder's KV cache, which grows with the context); activations produced in
+  the run stay in L2 (GPU clock) when they fit in half of it, else go to DRAM; recurrent ops
+  re-read their weights every time step (from L2 when they fit). Streaming reaches a fraction of
+  the DRAM peak.
 - the three overlap imperfectly (a 4-norm, so near the ridge both matter), plus a per-kernel
-  launch/tail cost partly in the GPU clock domain.
+  launch/tail cost: the launch fixed, the tail of a tiled kernel (its last wave) in the GPU clock
+  domain. So a decode step (matrix-vector products and small streaming kernels) barely slows at
+  a lower GPU clock and slows at once at a lower EMC clock (issue 27 cites 1-6 % more decode
+  latency for a much lower GPU clock, measured on a server GPU; no Jetson figure yet).
 - pointwise activations and normalisations after a contraction are fused into it (no kernel).
 - host side: per-inference and per-kernel enqueue work in CPU cycles (CPU clock); the GPU work
   overlaps with the enqueue; the host part is slowed when background load leaves too few cores.
@@ -44,7 +52,7 @@ import math
 import random
 from dataclasses import dataclass, replace
 
-from edge_roofline.roofline.costs import LayerCost, ModelCost
+from edge_roofline.roofline.costs import WEIGHT_PRECISION_BYTES, LayerCost, ModelCost
 from edge_roofline.roofline.devices import DeviceSpec
 from edge_roofline.virtual.params import PhysicsParams, VoltageCurve
 
@@ -123,8 +131,21 @@ def _is_depthwise(layer: LayerCost) -> bool:
             and shapes[1][1] == 1 and shapes[0][1] > 1)
 
 
+def _is_matrix_vector(layer: LayerCost) -> bool:
+    """A MatMul or Gemm whose activations are one row per matrix (one token: a projection, or
+    attention's per-head products over the KV cache)."""
+    shapes = layer.input_shapes
+    return layer.op_type in ("MatMul", "Gemm") and bool(shapes) and len(shapes[0]) >= 2 and shapes[0][-2] == 1
+
+
 def _recurrent_steps(layer: LayerCost) -> int:
     return int(layer.input_shapes[0][0]) if layer.op_type in _RECURRENT and layer.input_shapes else 0
+
+
+def _graph_input_bytes(layer: LayerCost, graph_inputs: dict[tuple[int, ...], float]) -> float:
+    """Bytes ``layer`` reads straight from the graph's inputs (told by shape: an input of the graph
+    is read by the layers that take a tensor of its shape)."""
+    return sum(graph_inputs.get(tuple(shape), 0.0) for shape in layer.input_shapes)
 
 
 def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, clocks: Clocks,
@@ -139,10 +160,15 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
     cuda_peak = device.gpu_peak_flops("fp32", gpu_hz, clocks.tpc_pg_mask) * (2 if precision != "fp32" else 1)
     dram_bps = device.dram_bandwidth_bps(clocks.emc_freq_hz) * p.dram_efficiency
     l2_bps = 64.0 * sms * gpu_hz * p.l2_efficiency
-    overhead_s = p.kernel_overhead_s * ((1 - p.kernel_overhead_gpu_share)
-                                        + p.kernel_overhead_gpu_share * top_hz / gpu_hz)
+    # Launch (command processor, driver) is fixed; the tail of a tiled kernel, its last wave of
+    # tiles draining, follows the GPU clock. A streaming kernel (matrix-vector, elementwise) ends
+    # on its last memory reads: no GPU-clock tail.
+    tiled_overhead_s = p.kernel_overhead_s * ((1 - p.kernel_overhead_gpu_share)
+                                              + p.kernel_overhead_gpu_share * top_hz / gpu_hz)
     share = min(max(1.0 - background_gpu_load, 0.02), 1.0)
     host_share = min(1.0, max(clocks.cpu_online_cores - background_cpu_cores, 0.1))
+    element_bytes = WEIGHT_PRECISION_BYTES.get(cost.precision, 2.0)
+    graph_inputs = {tuple(shape): math.prod(shape) * element_bytes for shape in cost.input_shapes.values()}
     layers, kernels, prev_contraction = [], 0, False
     flops_total = dram_total = compute_total = busy_total = 0.0
     for layer in cost.layers:
@@ -155,20 +181,23 @@ def inference_timing(cost: ModelCost, device: DeviceSpec, p: PhysicsParams, cloc
             layers.append(LayerTiming(layer.name, 0.0, 0.0, 0.0, 0.0, True))
             continue
         kernels += 1
-        tensor = layer.op_type in _CONTRACTIONS | _RECURRENT and not _is_depthwise(layer)
-        peak, eff = (tensor_peak, p.tensor_efficiency) if tensor else (cuda_peak, p.cuda_core_efficiency)
-        fill = layer.flops / (layer.flops + p.half_fill_flops_per_sm * sms) if layer.flops > 0 else 1.0
+        tiled = layer.op_type in _CONTRACTIONS | _RECURRENT and not (_is_depthwise(layer) or _is_matrix_vector(layer))
+        peak, eff = (tensor_peak, p.tensor_efficiency) if tiled else (cuda_peak, p.cuda_core_efficiency)
+        fill = layer.flops / (layer.flops + p.half_fill_flops_per_sm * sms) if layer.flops > 0 and tiled else 1.0
         compute_s = layer.flops / (peak * eff * fill) if layer.flops > 0 else 0.0
-        activation_bytes = max(layer.bytes - layer.param_bytes, 0.0)
+        activations = max(layer.bytes - layer.param_bytes, 0.0)
+        input_bytes = min(_graph_input_bytes(layer, graph_inputs), activations)
+        activation_bytes = activations - input_bytes
         in_l2 = activation_bytes <= device.gpu_l2_bytes / 2
         # A recurrent op re-reads its weights every time step: from L2 when they fit, else DRAM.
         steps = _recurrent_steps(layer)
         weight_bytes = layer.param_bytes * max(steps, 1)
         weights_in_l2 = steps > 0 and layer.param_bytes <= device.gpu_l2_bytes / 2
-        dram_bytes = (0.0 if weights_in_l2 else weight_bytes) + (0.0 if in_l2 else activation_bytes)
+        dram_bytes = (0.0 if weights_in_l2 else weight_bytes) + (0.0 if in_l2 else activation_bytes) + input_bytes
         l2_bytes = (weight_bytes if weights_in_l2 else 0.0) + (activation_bytes if in_l2 else 0.0)
         memory_s = dram_bytes / dram_bps + l2_bytes / l2_bps
         roof_s = (compute_s ** 4 + memory_s ** 4) ** 0.25
+        overhead_s = tiled_overhead_s if tiled else p.kernel_overhead_s
         time_s = (roof_s + overhead_s + steps * p.recurrent_step_overhead_s) / share
         layers.append(LayerTiming(layer.name, time_s, compute_s, memory_s, dram_bytes, False))
         flops_total += layer.flops

@@ -58,7 +58,7 @@ def test_failing_writes_fall_back_within_a_second_with_the_reason(resnet18, tmp_
     run(gov, board, platform, cost, 8.0)
     assert gov.current.name != "MAXN"  # it moved to a cheaper point
     platform.fail_apply = True  # every sysfs / nvpmodel write fails from now on
-    gov.set_target(2.0, 95.0)  # the cheap point misses this: the governor must move, and cannot
+    gov.set_target(1.0, 95.0)  # the cheap point misses this: the governor must move, and cannot
     t_fail = board.now_s
     decisions = run(gov, board, platform, cost, 3.0)
     fallback = [(t, d) for t, d in decisions if d.state == "fallback"]

@@ -22,7 +22,8 @@ def board_with(**knobs) -> VirtualBoard:
 
 
 def latency_at(board, cost, **clocks) -> float:
-    return inference_timing(cost, board.device, board.params, replace(board.silicon_clocks(), **clocks), "fp16").latency_s
+    clocks_now = replace(board.silicon_clocks(), **clocks)
+    return inference_timing(cost, board.device, board.params, clocks_now, "fp16").latency_s
 
 
 def test_a_raised_clock_runs_at_the_old_one_until_it_settles(costs):

@@ -6,8 +6,8 @@ from edge_roofline.governor.eval.scenario import scenario_from_dict
 
 SMALL_GRID = {"points": {"cpu_steps": 1, "gpu_steps": 3, "emc_steps": 2, "core_options": [6],
                          "include_presets": False}}
-DETECTOR = {"name": "detector", "model": "yolo_tiny", "input_rate_hz": 30, "target_latency_ms": 6}
-CLASSIFIER = {"name": "classifier", "model": "resnet50", "batch": 4, "input_rate_hz": 15, "target_latency_ms": 9}
+DETECTOR = {"name": "detector", "model": "yolo_tiny", "input_rate_hz": 30, "target_latency_ms": 5}
+CLASSIFIER = {"name": "classifier", "model": "resnet50", "batch": 4, "input_rate_hz": 15, "target_latency_ms": 8}
 
 
 def _scenario(*streams):

@@ -41,7 +41,8 @@ def test_shipped_actuation_scenarios_say_what_they_test():
                  "agx_saturated", "ms_agx_slow_actuation"):
         assert name in names and (name.startswith("ms_") or f"{name}_p30" in names)
     assert load_scenario("agx_slow_actuation").physics.settle_emc_s == (0.05, 0.08)
-    assert load_scenario("agx_bursty").physics.outlier_burst_probability > PRESETS["realistic"].outlier_burst_probability
+    bursty = load_scenario("agx_bursty").physics
+    assert bursty.outlier_burst_probability > PRESETS["realistic"].outlier_burst_probability
 
 
 def test_outlier_bursts_do_not_rule_out_every_candidate_of_the_oracle():

@@ -1,0 +1,58 @@
+"""A language model governed per phase: two streams on one generation node's stats, one judging
+time to first token (prefill), the other time per output token (decode), each with the prior of
+its phase's step. No ROS."""
+
+import pytest
+
+from edge_roofline.clock import SimClock
+from edge_roofline.governor.config import ConfigError, GovernorConfig, parse_streams
+from edge_roofline.governor.runtime import GovernorRuntime
+from edge_roofline.virtual.live import LiveVirtualJetson
+from test.governor.test_crash_record import runtime_params
+from test.nodes.virtual_rig import DEVICE
+
+PHASE_STREAMS = ("[{name: ttft, stats_topic: /llm/inference/stats, phase: prefill, target_latency_ms: 300},"
+                 " {name: tpot, stats_topic: /llm/inference/stats, phase: decode, target_latency_ms: 60}]")
+
+
+def test_a_stream_phase_is_prefill_decode_or_empty():
+    ttft, tpot = parse_streams(PHASE_STREAMS)
+    assert (ttft.phase, tpot.phase) == ("prefill", "decode")
+    assert GovernorConfig().stream_configs[0].phase == ""
+    with pytest.raises(ConfigError, match="stream tpot: phase must be prefill or decode.*got 'decoding'"):
+        parse_streams("[{name: tpot, phase: decoding, target_latency_ms: 60}]")
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    root = tmp_path / "virtual_agx_orin"
+    LiveVirtualJetson(root, DEVICE)
+    rt = GovernorRuntime(runtime_params(root, mode="advise", model="", streams=PHASE_STREAMS), SimClock(0.0),
+                         log=list().append)
+    yield rt
+    rt.close()
+
+
+def test_each_phase_stream_takes_only_its_phase_and_judges_ttft_or_tpot(runtime):
+    gov = runtime.governor
+    # A prefill step of 50 ms that answered 400 ms after its request: over the TTFT target (the
+    # queue counts), while its own 50 ms would not be. Decode steps go to the other stream only.
+    assert runtime.observe_stats("ttft", "zoo:tiny_decoder", 0.050, 1.0, "prefill", 0.400)
+    assert not runtime.observe_stats("ttft", "zoo:tiny_decoder", 0.080, 1.1, "decode", 0.480)
+    assert [lat for _, lat in gov.streams["ttft"].latencies] == [0.400]
+    # TPOT: the step's own time (80 ms over 60 ms), whatever its time since the request.
+    assert runtime.observe_stats("tpot", "zoo:tiny_decoder", 0.080, 1.1, "decode", 0.480)
+    assert not runtime.observe_stats("tpot", "zoo:tiny_decoder", 0.050, 1.0, "prefill", 0.400)
+    assert not runtime.observe_stats("tpot", "zoo:tiny_cnn", 0.010, 1.2, "", 0.010)  # a camera frame
+    assert [lat for _, lat in gov.streams["tpot"].latencies] == [0.080]
+
+
+def test_each_phase_stream_gets_its_phases_roofline(runtime):
+    for stream, phase in (("ttft", "prefill"), ("tpot", "decode")):
+        runtime.observe_stats(stream, "zoo:tiny_decoder", 0.01, 0.0, phase, 0.01)
+        runtime.models[stream].wait()
+    assert len(runtime.follow_models()) == 2
+    analyses = {name: s.predictor.workload.analysis for name, s in runtime.governor.streams.items()}
+    intensity = {name: a.total_flops / a.total_bytes for name, a in analyses.items()}
+    # Prefill of 128 tokens reuses each weight 128 times; a decode step reads each once per token.
+    assert intensity["ttft"] > 20 * intensity["tpot"], intensity
