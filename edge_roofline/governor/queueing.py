@@ -45,6 +45,10 @@ _MIN_TAIL_SAMPLES = 3  # a tail quantile is learned from windows with this many 
 # At most this share of a stream's inferences may end past its target (what governor-eval
 # scores, issue #6): the tail beyond the percentile, the part queueing stretches most.
 TAIL_SHARE = 0.01
+# A stream is self-paced when at least this share of its inputs arrived within this fraction of
+# a service time of the previous inference's finish.
+SELF_PACED_SHARE = 0.8
+SELF_PACED_REL = 0.02
 # Each window moves the shape this share of the way (the first ones: their mean): rare long
 # inferences show in some windows and not in others, and the queue remembers them.
 SHAPE_MEMORY = 0.25
@@ -59,13 +63,16 @@ class QueueShape:
     wait_scale: float = 1.0  # measured waiting at the percentile / Kingman's (>= 1)
     tail_wait_scale: float = 1.0  # the same at the tail percentile (tail_percentile)
     windows: int = 0  # windows measured into it
+    # Each input issued when the previous one finished (a decoder's steps, a closed loop): the
+    # input rate follows the service time, so nothing waits whatever the point.
+    self_paced: bool = False
 
 
 def waiting_percentile_s(service_s: float, rate_hz: float, shape: QueueShape, percentile: float) -> float:
     """The wait (before service starts) that ``percentile`` % of inputs do not exceed, Kingman's
     tail unscaled; inf when the queue is unstable."""
     rho = service_s * rate_hz
-    if not (math.isfinite(rho) and rho > 0):
+    if shape.self_paced or not (math.isfinite(rho) and rho > 0):
         return 0.0
     if rho >= 1.0:
         return math.inf
@@ -125,12 +132,14 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
     service = service_times_s(finish_s, latency_s)
     mean = float(service.mean())
     jitter = max(1.0, float(np.percentile(service, percentile)) / mean)
-    gaps = np.diff(np.sort(finish_s - latency_s))
+    arrival_s = finish_s - latency_s
+    gaps = np.diff(np.sort(arrival_s))
     arrival_scv = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 0.0
     step = max(1.0 / (previous.windows + 1), SHAPE_MEMORY)
     shape = replace(previous, windows=previous.windows + 1,
                     service_scv=previous.service_scv + step * (float(service.var()) / mean ** 2 - previous.service_scv),
-                    arrival_scv=previous.arrival_scv + step * (arrival_scv - previous.arrival_scv))
+                    arrival_scv=previous.arrival_scv + step * (arrival_scv - previous.arrival_scv),
+                    self_paced=_self_paced(arrival_s, finish_s, mean))
     # Learned at the percentile and, in a window long enough to show it, at the tail
     # percentile (queueing stretches the far tail most, and not by the same factor).
     scales = []
@@ -140,6 +149,13 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
         scales.append(before if seen is None else before + step * (seen - before))
     shape = replace(shape, wait_scale=scales[0], tail_wait_scale=scales[1])
     return Measured(mean, float(service.var()), jitter, shape)
+
+
+def _self_paced(arrival_s: np.ndarray, finish_s: np.ndarray, service_mean_s: float) -> bool:
+    """Most inputs arrived the moment the previous inference finished: neither idle before it
+    (open-loop arrivals at low load) nor waiting behind it (a queue)."""
+    issued_after_s = np.abs(arrival_s[1:] - finish_s[:-1])
+    return bool(np.mean(issued_after_s <= SELF_PACED_REL * service_mean_s) >= SELF_PACED_SHARE)
 
 
 def _seen_wait_ratio(service_s: np.ndarray, latency_s: np.ndarray, rate_hz: float, shape: QueueShape,

@@ -134,3 +134,22 @@ def test_a_point_whose_queue_puts_more_than_the_tail_share_over_the_target_is_no
     assert not busy.meets() and roomy.meets()
     choice = choose([busy, roomy], busy, violations={}, hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
     assert choice.prediction is roomy
+
+
+def test_a_self_paced_stream_waits_for_nothing_at_a_slower_point():
+    # A decoder's steps: each issued the moment the previous one finished, so the rate measured
+    # is the service time's own and a slower point lowers it; nothing queues. The same rate of
+    # periodic inputs at a 1.2x slower point would be an unstable queue.
+    rng = np.random.default_rng(3)
+    service = SERVICE_S * rng.uniform(0.97, 1.03, 200)
+    finish = np.cumsum(service)
+    closed = measure(finish, service, PERCENTILE, 1.0 / SERVICE_S)
+    assert closed.shape.self_paced
+    slower_s = 1.2 * closed.service_mean_s
+    assert stream(closed, 1.0 / SERVICE_S).percentile_s() == pytest.approx(closed.service_mean_s * closed.jitter_ratio)
+    assert math.isfinite(StreamPrediction("s", slower_s, 0.0, 1.0 / SERVICE_S, 1.0, closed.jitter_ratio,
+                                          percentile=PERCENTILE, queue=closed.shape).percentile_s())
+    finish, latency = simulate(0.3, 0.03, 0.0, 400, seed=4)
+    periodic = measure(finish, latency, PERCENTILE, rate_hz(0.3))
+    assert not periodic.shape.self_paced
+    assert math.isinf(stream(periodic, 1.2 / SERVICE_S).percentile_s())
