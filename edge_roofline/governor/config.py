@@ -196,7 +196,16 @@ class GovernorConfig:
     window_s: float = 5.0  # sliding window of the measured percentile
     min_window_samples: int = 12  # fewer samples: no percentile feedback yet
     min_calibration_samples: int = 6  # fewer samples: no calibration of the mean yet
-    settle_s: float = 0.3  # samples this soon after a switch are ignored
+    settle_s: float = 0.3  # the longest a learned settle time of a clock move may grow to (moves.py)
+    # Prior settle times of a move per domain (learned online, moves.py): a latency sample that
+    # started before the move settled is the move's, not the point's.
+    settle_cpu_s: float = 0.02
+    settle_cores_s: float = 0.02
+    settle_gpu_s: float = 0.04
+    settle_emc_s: float = 0.08
+    settle_preset_s: float = 0.3  # added when the nvpmodel preset changes
+    verdict_ttl_s: float = 20.0  # a point ruled out by a miss is tried again after this (doubling per repeat)
+    expected_dwell_s: float = 10.0  # a move for energy must save its transient's cost over this (or longer)
     dwell_s: float = 3.0  # minimum time at a point before an energy-driven move
     hysteresis: float = 0.03  # move only for a predicted energy saving above this fraction
     calibration_interval_s: float = 1.0  # how often measured windows feed the predictor
