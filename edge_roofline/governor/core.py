@@ -25,7 +25,7 @@ from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_candidates, predict_point
 from .learned import Learned
-from .moves import SETTLED_SAMPLES, Move, domains_changed, observed_settle_s, worth_moving
+from .moves import BACKLOG_SAMPLES, SETTLED_SAMPLES, Move, domains_changed, observed_settle_s, worth_moving
 from .points import candidate_points, catalogue_device
 from .policy import MAX_UTILISATION, Choice, JointPrediction, choose
 from .pointwise import PointwisePredictor
@@ -146,10 +146,20 @@ class Governor:
         s.note_inference(latency_s)
         start_s = timestamp_s - latency_s
         self._learn_settle(s.name, start_s, latency_s)
-        if not s.gate.judged(model_id, start_s, timestamp_s) or start_s < self.move.settled_s():
+        if not s.gate.judged(model_id, start_s, timestamp_s) or self._moves_sample(s, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
         s.latencies.append((timestamp_s, float(latency_s)))
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
+
+    def _moves_sample(self, s: Stream, start_s: float, timestamp_s: float) -> bool:
+        """The sample is the last move's: it started before the move settled, or it queued
+        behind one that did (the backlog a transient leaves, up to BACKLOG_SAMPLES of them: a
+        point that cannot keep up queues for ever, and that is its own)."""
+        if start_s < self.move.settled_s() or (start_s < s.backlog_until_s and s.backlog_left > 0):
+            s.backlog_left -= start_s >= self.move.settled_s()
+            s.backlog_until_s = max(s.backlog_until_s, timestamp_s)
+            return True
+        return False
 
     def _learn_settle(self, stream: str, start_s: float, latency_s: float) -> None:
         """Keep the first samples after the last move until one stream shows when it settled."""
@@ -470,6 +480,8 @@ class Governor:
         self.safety.note_switch(now_s)
         self.learned.calibrated_here.clear()
         self._clear_windows()
+        for s in self.streams.values():
+            s.backlog_left = BACKLOG_SAMPLES
         self.switches += 1
         return ""
 

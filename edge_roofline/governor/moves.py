@@ -29,6 +29,7 @@ SETTLE_FLOOR = 0.25  # a learned settle time never goes below this fraction of i
 # Samples kept per move to learn its settle time from: the first ones after it, until this many
 # started after the transient is surely over (twice the estimate).
 SETTLED_SAMPLES = 8
+BACKLOG_SAMPLES = 8  # samples after a move settled that queued behind its transient: still the move's
 
 
 def domains_changed(device: DeviceSpec | None, old: OperatingPoint, new: OperatingPoint) -> frozenset[str]:

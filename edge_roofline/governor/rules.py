@@ -64,12 +64,13 @@ class Dominance:
         # The point that dominates every other one (the first of equals), if there is one.
         top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
         self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
-        # Points with nowhere faster to go (no other candidate dominates them): never ruled out
-        # by a miss. Outside the catalogue no point is ordered: the first candidate (the
-        # platform's own default) stands for them.
-        self.unbeatable: set[str] = ({self.points[i].name for i in range(n) if not any(i in self.above[j]
-                                                                                        for j in range(n))}
-                                     if device is not None else {p.name for p in self.points[:1]})
+        # Points with nowhere faster to go (no other candidate is faster in some clock and as
+        # fast in all): never ruled out by a miss. Outside the catalogue no point is ordered:
+        # the first candidate (the platform's own default) stands for them.
+        self.unbeatable: set[str] = {p.name for p in self.points[:1]}
+        if device is not None:
+            self.unbeatable = {self.points[i].name for i in range(n)
+                               if not any(keys[j] != keys[i] for j in self.above[i])}
 
     def dominated_by(self, names: set[str]) -> set[str]:
         """``names`` and every candidate that one of them dominates."""

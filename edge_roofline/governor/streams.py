@@ -83,6 +83,8 @@ class Stream:
         # (t, latency) of the inferences judged at the current point: started after it settled,
         # on the model the governor was told (a move clears them)
         self.latencies: deque[tuple[float, float]] = deque()
+        self.backlog_until_s = -math.inf  # the last move's samples end here: one starting earlier queued
+        self.backlog_left = 0  # ... behind them (moves.BACKLOG_SAMPLES per move)
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.last_seen_s = -math.inf
