@@ -235,7 +235,8 @@ class Governor:
             s.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
         s.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
         s.model_note = note
-        s.gate.switched(model_id, self.clock.now_s())
+        if s.last_seen_s > -math.inf:  # frames of the model before may be in flight
+            s.gate.switched(model_id, self.clock.now_s())
         self._new_workload()
         s.latencies.clear()
         self._power.clear()
@@ -415,8 +416,9 @@ class Governor:
                 # A point measured to meet every target misses now: the work got heavier.
                 self._surprised([self.streams[name] for name in violations], slower=True)
                 found = self.findings
-            if self.current.name not in self.dominance.unbeatable:  # nowhere faster to go
-                found.missed.rule_out(self.current.name, now_s)
+            # It rules out every point it dominates; itself too, unless nowhere is faster (the
+            # choice never drops an unbeatable point: step).
+            found.missed.rule_out(self.current.name, now_s)
             found.met.discard(self.current.name)
             if self._descending:
                 # The model said this step would miss and it did: it is less wrong than its
@@ -501,4 +503,4 @@ class Governor:
         here = self.learned.calibrated_here
         if all(s.name in here for s in active):
             return True
-        return bool(here) and now_s - self.move.settled_s() >= self.config.window_s
+        return bool(here) and now_s - max(self.move.settled_s(), self.move.time_s) >= self.config.window_s

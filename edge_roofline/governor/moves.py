@@ -59,7 +59,8 @@ class Move:
     samples: dict[str, list[tuple[float, float]]] | None = field(default_factory=dict)
 
     def settled_s(self) -> float:
-        return self.time_s + self.settle_s
+        """When it settled (no domain changed: the governor's start, before any sample)."""
+        return self.time_s + self.settle_s if self.domains else -math.inf
 
 
 class SettleTimes:

@@ -194,7 +194,8 @@ class GovernorRuntime:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
         never ran). True: over its target at a point not known to miss (step now: Governor.observe_inference)."""
         self.models[stream].observe(model_id)
-        return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream)
+        return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream,
+                                                                         model_id=model_id)
 
     def follow_models(self) -> list[str]:
         """Apply the models streams switched to, once analysed; returns the lines to log."""
