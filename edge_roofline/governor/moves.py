@@ -26,6 +26,9 @@ DOMAINS = ("cpu", "cores", "gpu", "emc", "preset")
 SETTLE_OBSERVATIONS = 15  # the last this many observations per domain are kept (median of them)
 MIN_OBSERVATIONS = 3  # fewer: the prior holds
 SETTLE_FLOOR = 0.25  # a learned settle time never goes below this fraction of its prior
+# The median observed is raised by this: a sample that started just before a move showed can
+# look settled (it ran mostly at the new clocks), so observations run a little short.
+SETTLE_MARGIN = 1.25
 # Samples kept per move to learn its settle time from: the first ones after it, until this many
 # started after the transient is surely over (twice the estimate).
 SETTLED_SAMPLES = 8
@@ -65,7 +68,8 @@ class Move:
 
 class SettleTimes:
     """Per domain, how long a move takes to show: the prior until MIN_OBSERVATIONS moves have
-    shown it, then the median of the observed ones, bounded to [SETTLE_FLOOR x prior, ceiling].
+    shown it, then the median of the observed ones (x SETTLE_MARGIN), bounded to
+    [SETTLE_FLOOR x prior, ceiling].
     A move of several domains takes the longest of theirs (they settle side by side); a preset
     change adds its own."""
 
@@ -79,7 +83,7 @@ class SettleTimes:
         seen = self._seen[domain]
         if len(seen) < MIN_OBSERVATIONS:
             return prior
-        return float(min(max(np.median(seen), SETTLE_FLOOR * prior), max(self.ceiling_s, prior)))
+        return float(min(max(SETTLE_MARGIN * np.median(seen), SETTLE_FLOOR * prior), max(self.ceiling_s, prior)))
 
     def of(self, domains: frozenset[str]) -> float:
         clocks = max((self.domain_s(d) for d in domains if d != "preset"), default=0.0)

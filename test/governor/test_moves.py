@@ -13,9 +13,10 @@ from .fake_settle import SettlePlatform, drive_settle
 from .test_governor import analysis
 
 
-def make(tmp_path, settle_s=None, **cfg):
+def make(tmp_path, physics=None, **cfg):
+    """``physics``: this fake board's settle time per domain (fake_settle.SETTLE_S)."""
     clock = SimClock(100.0)
-    platform = SettlePlatform(clock, settle_s=settle_s)
+    platform = SettlePlatform(clock, settle_s=physics)
     config = GovernorConfig.from_dict({"target_latency_ms": 20.0, "percentile": 95.0,
                                        "state_path": str(tmp_path / "state.json"), **cfg})
     return Governor(platform, config, analysis(), clock), platform, clock
@@ -63,7 +64,7 @@ def test_settle_times_are_learned_from_when_latencies_stop_changing():
         samples = [(t / 200, 0.004 if t / 200 >= shown_s else 0.008) for t in range(60)]
         observed = observed_settle_s(samples, settle.domain_s("gpu"))
         settle.observe(frozenset({"gpu"}), observed)
-    assert 0.01 <= settle.domain_s("gpu") <= 0.02
+    assert 0.01 <= settle.domain_s("gpu") <= 0.02 * 1.25
     assert settle.domain_s("emc") == 0.08  # no move of the memory clock seen: its prior
     # A move down shows at once (the clocks run at the slower of both): it teaches nothing.
     assert observed_settle_s([(t / 200, 0.004) for t in range(60)], 0.04) is None
