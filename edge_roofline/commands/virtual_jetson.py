@@ -16,6 +16,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--perturbation", type=float, default=0.0,
                         help="scale physics coefficients randomly by up to this fraction "
                              "(a board unlike the catalogue)")
+    from edge_roofline.virtual.actuation import PRESETS
+    parser.add_argument("--physics", default="realistic", choices=sorted(PRESETS),
+                        help="actuation and disturbances: settle times, EMC stall, preset change cost, "
+                             "outlier bursts, sensor lag (docs/virtual_jetson.md; default: %(default)s)")
     parser.add_argument("--gpu-load", type=float, default=0.0, help="background GPU load 0..1 from another process")
     parser.add_argument("--tick", type=float, default=0.02, help="physics step in seconds (default: %(default)s)")
     parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
@@ -33,15 +37,16 @@ def run(args) -> int:
     if not args.root:
         raise ValueError("--root DIR is required (where the tree is written)")
     from edge_roofline.suite.signals import StopSignals, ignore_stop_signals
+    from edge_roofline.virtual.actuation import PRESETS
     from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
     # Under ros2 launch Ctrl-C arrives twice (terminal and launch): it only asks the loop to end.
     stop = StopSignals().install()
     jetson = LiveVirtualJetson(args.root, args.device, mode_id=args.mode, seed=args.seed,
-                               perturbation=args.perturbation, tick_s=args.tick)
+                               perturbation=args.perturbation, tick_s=args.tick, actuation=PRESETS[args.physics])
     try:
         set_background_load(args.root, gpu_load=args.gpu_load)
         jetson.start()
-        print(f"virtual {jetson.device.name} (SIMULATION) live at {args.root}; "
+        print(f"virtual {jetson.device.name} (SIMULATION, {args.physics} actuation) live at {args.root}; "
               f"nvpmodel: {args.root}/usr/bin/nvpmodel; Ctrl-C to stop", flush=True)
         end = time.monotonic() + args.duration if args.duration > 0 else None
         while not stop.requested and (end is None or time.monotonic() < end):

@@ -19,6 +19,7 @@ from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.platforms.jetson.platform import resolved_caps
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import DeviceSpec, get_device
+from edge_roofline.virtual.actuation import Actuation, Actuator, Disturbances, sensor_window_end_s
 from edge_roofline.virtual.physics import (Activity, Clocks, Ina3221, InferenceTiming, ThermalModel, inference_timing,
                                            jittered, module_power_w, rail_power_w)
 from edge_roofline.virtual.params import PhysicsParams, device_params
@@ -56,22 +57,16 @@ class InferenceResult:
     start_s: float
 
 
-@dataclass
-class _Pending:
-    """A cap change that reaches the silicon after its settle time."""
-
-    at_s: float
-    domain: str  # "cpu" | "gpu" | "emc"
-
-
 class VirtualBoard:
     """One virtual Jetson. ``device``: a catalogue key; ``perturbation``: scale every physics
     coefficient randomly by up to this fraction (seeded), a device that differs from the
-    catalogue the governor's predictor was built from."""
+    catalogue the governor's predictor was built from; ``actuation``: how moving between
+    operating points behaves, and the disturbances (default: realistic, see actuation.py)."""
 
     def __init__(self, device: str | DeviceSpec = "agx_orin_64gb", *, mode_id: int | None = None,
                  seed: int = 0, perturbation: float = 0.0, params: PhysicsParams | None = None,
-                 clock: Clock | None = None, ambient_c: float | None = None) -> None:
+                 clock: Clock | None = None, ambient_c: float | None = None,
+                 actuation: Actuation | None = None) -> None:
         self.device = device if isinstance(device, DeviceSpec) else get_device(device)
         params = params or device_params(self.device)
         if perturbation:
@@ -88,8 +83,12 @@ class VirtualBoard:
         self.background_cpu_cores = 0.0
         self.energy_j = 0.0  # true module energy since construction (ground truth, not a sensor)
         self.inferences = 0
-        self._silicon = self._caps_now()  # clocks the silicon runs at (caps after settling)
-        self._pending: list[_Pending] = []
+        self.actuation = actuation or Actuation()
+        # Own generators, so the run-to-run jitter draws the same numbers whatever the actuation.
+        self.actuator = Actuator(self.actuation, self._caps_now(), random.Random(seed + 2_000_003),
+                                 self.device.active_tpcs)
+        self.disturbances = Disturbances(self.actuation, random.Random(seed + 3_000_017))
+        self._mode_id_seen = self.state.nvpmodel_mode_id
         self.last_gpu_work_s = -math.inf
         self._history: deque[tuple[float, float, dict[str, float]]] = deque()  # (start, end, rails W)
         self._last_activity = Activity()
@@ -111,17 +110,12 @@ class VirtualBoard:
                       emc_freq_hz=d.snap_emc_freq(max(s.emc_max_hz, s.emc_min_hz)))
 
     def controls_changed(self) -> None:
-        """Call after writing caps into ``state``: each domain that moved settles after its delay."""
-        target, now = self._caps_now(), self._now_s
-        p = self.params
-        for domain, moved, delay in (
-                ("cpu", (target.cpu_freq_hz, target.cpu_online_cores)
-                 != (self._silicon.cpu_freq_hz, self._silicon.cpu_online_cores), p.settle_cpu_s),
-                ("gpu", (target.gpu_freq_hz, target.tpc_pg_mask)
-                 != (self._silicon.gpu_freq_hz, self._silicon.tpc_pg_mask), p.settle_gpu_s),
-                ("emc", target.emc_freq_hz != self._silicon.emc_freq_hz, p.settle_emc_s)):
-            if moved:
-                self._pending = [x for x in self._pending if x.domain != domain] + [_Pending(now + delay, domain)]
+        """Call after writing caps (or the nvpmodel mode) into ``state``: each domain that moved
+        runs at the slower of its old and new clock until it settles; a new preset takes longer."""
+        preset_change = self.state.nvpmodel_mode_id != self._mode_id_seen
+        self._mode_id_seen = self.state.nvpmodel_mode_id
+        if "emc" in self.actuator.request(self._caps_now(), self._now_s, preset_change):
+            self.disturbances.emc_changed()
 
     def set_caps(self, *, cpu_online_cores: int | None = None, cpu_max_freq_hz: float | None = None,
                  gpu_max_freq_hz: float | None = None, emc_max_freq_hz: float | None = None) -> None:
@@ -148,28 +142,13 @@ class VirtualBoard:
 
     def silicon_clocks(self) -> Clocks:
         """Clocks in force now, GPU throttled when the junction is over the trip point."""
-        c = self._silicon
+        c = self.actuator.in_force
         if self.thermal.temperature_c > self.params.throttle_c:
             throttled = self.device.snap_gpu_freq(c.gpu_freq_hz * self.params.throttle_factor)
             c = Clocks(c.cpu_freq_hz, c.cpu_online_cores, throttled, c.tpc_pg_mask, c.emc_freq_hz)
         return c
 
     # ---- time ----------------------------------------------------------------------------
-    def _settle_due(self, until_s: float) -> float | None:
-        due = [x.at_s for x in self._pending if x.at_s <= until_s]
-        return min(due) if due else None
-
-    def _apply_settled(self) -> None:
-        target, s = self._caps_now(), self._silicon
-        done = {x.domain for x in self._pending if x.at_s <= self._now_s + 1e-12}
-        self._pending = [x for x in self._pending if x.domain not in done]
-        self._silicon = Clocks(
-            cpu_freq_hz=target.cpu_freq_hz if "cpu" in done else s.cpu_freq_hz,
-            cpu_online_cores=target.cpu_online_cores if "cpu" in done else s.cpu_online_cores,
-            gpu_freq_hz=target.gpu_freq_hz if "gpu" in done else s.gpu_freq_hz,
-            tpc_pg_mask=target.tpc_pg_mask if "gpu" in done else s.tpc_pg_mask,
-            emc_freq_hz=target.emc_freq_hz if "emc" in done else s.emc_freq_hz)
-
     def note_gpu_work(self) -> None:
         """Work ran on the GPU just now (devfreq keeps the clock up for a while)."""
         self.last_gpu_work_s = self._now_s
@@ -195,12 +174,14 @@ class VirtualBoard:
         end_s = self._now_s + duration_s
         energy = 0.0
         while True:
-            due = self._settle_due(end_s)
+            due = self.actuator.next_settle_s()
+            if due is not None and due > end_s:
+                due = None
             seg_end = end_s if due is None else max(due, self._now_s)
             energy += self._segment(seg_end - self._now_s, activity)
             if due is None:
                 break
-            self._apply_settled()
+            self.actuator.settle(self._now_s)
         if isinstance(self.clock, SimClock) and self.clock.now_s() < self._now_s:
             self.clock.advance(self._now_s - self.clock.now_s())
         return energy
@@ -220,7 +201,8 @@ class VirtualBoard:
         self._now_s += dt_s
         self.state.tick(dt_s)
         self._history.append((start, self._now_s, rails))
-        horizon = self._now_s - self.params.ina_window_s
+        # Keep what the sensor's (lagging) conversion window can still cover.
+        horizon = self._now_s - self.params.ina_window_s * (self.actuation.sensor_lag_conversions + 1)
         while len(self._history) > 1 and self._history[0][1] < horizon:
             self._history.popleft()
         self._last_activity = act
@@ -247,7 +229,7 @@ class VirtualBoard:
         timing = cache.get(key)
         if timing is None:
             timing = cache[key] = self.timing(cost, precision, clocks)
-        timing = jittered(timing, self.params, self.rng)
+        timing = self.disturbances.apply(jittered(timing, self.params, self.rng))
         lat = timing.latency_s
         activity = Activity(
             gpu_util=min(1.0, timing.gpu_busy_s / lat + self.background_gpu_load),
@@ -273,12 +255,15 @@ class VirtualBoard:
         return module_power_w(self.device, self._history[-1][2]) if self._history else math.nan
 
     def _window_mean_rails(self) -> dict[str, float]:
-        """Mean power per rail over the INA3221 conversion window ending now."""
-        start = self._now_s - self.params.ina_window_s
+        """Mean power per rail over the INA3221 conversion a read now returns (the one ending
+        now, or the last the free-running converter finished: ``sensor_lag_conversions``)."""
+        window_s = self.params.ina_window_s
+        end_s = sensor_window_end_s(self._now_s, window_s, self.actuation.sensor_lag_conversions)
+        start = end_s - window_s
         sums: dict[str, float] = {}
         covered = 0.0
         for a, b, rails in self._history:
-            overlap = min(b, self._now_s) - max(a, start)
+            overlap = min(b, end_s) - max(a, start)
             if overlap <= 0:
                 continue
             covered += overlap

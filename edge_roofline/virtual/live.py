@@ -31,11 +31,12 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edge_roofline.roofline.costs import ModelCost
 from edge_roofline.roofline.devices import get_device
+from edge_roofline.virtual.actuation import Actuation, Disturbances
 from edge_roofline.virtual.board import InferenceResult, VirtualBoard
 from edge_roofline.virtual.physics import Activity, Clocks, inference_timing, jittered
 from edge_roofline.virtual.params import PhysicsParams
@@ -83,9 +84,16 @@ class LiveVirtualJetson:
     ``stop()``; ``step()`` is one step, for tests that drive it themselves."""
 
     def __init__(self, root: str | Path, device: str = "agx_orin_64gb", *, mode_id: int | None = None,
-                 seed: int = 0, perturbation: float = 0.0, tick_s: float = 0.02) -> None:
+                 seed: int = 0, perturbation: float = 0.0, tick_s: float = 0.02,
+                 actuation: Actuation | None = None) -> None:
         self.root = Path(root)
-        self.board = VirtualBoard(device, mode_id=mode_id, seed=seed, perturbation=perturbation)
+        actuation = actuation or Actuation()
+        # The rail files hold each conversion until the next, which is the free-running
+        # converter's lag already: the board computes conversions ending when presented.
+        presented = replace(actuation, sensor_lag_conversions=max(actuation.sensor_lag_conversions - 1, 0))
+        self.board = VirtualBoard(device, mode_id=mode_id, seed=seed, perturbation=perturbation,
+                                  actuation=presented)
+        self.actuation = actuation
         self.device = self.board.device
         self.tick_s = tick_s
         self._seen: dict[str, _ClientCounters] = {}
@@ -104,7 +112,8 @@ class LiveVirtualJetson:
         render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
         _write_json(self.root / RUN_DIR / "physics.json",
                     {"device": self.device.key, "seed": seed, "perturbation": perturbation,
-                     "params": self.board.params.to_dict(), "label": "SIMULATION"})
+                     "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
+                     "label": "SIMULATION"})
         set_background_load(self.root)
         self._write_silicon()
 
@@ -147,6 +156,7 @@ class LiveVirtualJetson:
         c = self.board.silicon_clocks()
         silicon = {"cpu_freq_hz": c.cpu_freq_hz, "cpu_online_cores": c.cpu_online_cores,
                    "gpu_freq_hz": c.gpu_freq_hz, "tpc_pg_mask": c.tpc_pg_mask, "emc_freq_hz": c.emc_freq_hz,
+                   "emc_changes": self.board.actuator.emc_changes,  # clients stall on the next inference
                    "background_gpu_load": self.board.background_gpu_load,
                    "background_cpu_cores": self.board.background_cpu_cores}
         if silicon != self._last_silicon:
@@ -229,6 +239,10 @@ class LiveBoardClient:
         self.params = PhysicsParams.from_dict(physics["params"])
         self.sleep = sleep
         self.rng = random.Random(os.getpid())
+        knobs = physics.get("actuation")
+        self.disturbances = Disturbances(Actuation.from_dict(knobs) if knobs else Actuation(),
+                                         random.Random(os.getpid() + 1))
+        self._emc_changes_seen: int | None = None
         self.counters = _ClientCounters()
         self._activity_path = self.root / RUN_DIR / "activity" / f"{os.getpid()}.json"
 
@@ -238,10 +252,15 @@ class LiveBoardClient:
             raise FileNotFoundError(f"{self.root}: the virtual Jetson is not running (no silicon.json)")
         clocks = Clocks(silicon["cpu_freq_hz"], int(silicon["cpu_online_cores"]), silicon["gpu_freq_hz"],
                         int(silicon["tpc_pg_mask"]), silicon["emc_freq_hz"])
+        emc_changes = silicon.get("emc_changes", 0)
+        if self._emc_changes_seen is not None and emc_changes != self._emc_changes_seen:
+            self.disturbances.emc_changed()
+        self._emc_changes_seen = emc_changes
         timing = jittered(inference_timing(cost, self.device, self.params, clocks, precision,
                                            silicon.get("background_gpu_load", 0.0),
                                            silicon.get("background_cpu_cores", 0.0)),
                           self.params, self.rng)
+        timing = self.disturbances.apply(timing)
         start = time.monotonic()
         self.sleep(timing.latency_s)
         c = self.counters

@@ -85,9 +85,6 @@ class PhysicsParams:
     ina_window_s: float = 0.0132  # 4 averages x 1.1 ms x 3 channels
     shunt_ohm: float = 0.002
     noise_lsb: float = 0.7
-    settle_cpu_s: float = 0.001
-    settle_gpu_s: float = 0.005
-    settle_emc_s: float = 0.008
     devfreq_hold_s: float = 0.1  # the GPU governor keeps the cap this long after the last work
     # --- run-to-run variation ---
     latency_jitter: float = 0.02  # lognormal sigma of each inference's time (clock/cache noise)

@@ -33,7 +33,9 @@ Power (per rail, AGX Orin layout; other boards map the same domains onto their r
   tens of seconds) with a GPU clock throttle above the trip temperature;
 - INA3221: each reading averages the rail over its conversion window and is quantised to the
   chip's LSBs (40 uV over the shunt, 8 mV bus), with a little noise.
-- frequency changes settle after a delay (CPU ~1 ms, GPU ~5 ms, EMC ~8 ms).
+
+How the board moves between clocks (settle times, the EMC stall, preset changes) and the
+disturbances (outlier bursts, the sensor's lag) are in actuation.py: the ``physics`` knobs.
 """
 
 from __future__ import annotations

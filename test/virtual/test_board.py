@@ -56,16 +56,6 @@ def test_running_advances_simulated_time_and_energy():
         board.advance(float("nan"))
 
 
-def test_cap_changes_settle_after_their_delay(costs):
-    board = VirtualBoard("agx_orin_64gb", mode_id=0)
-    board.set_caps(gpu_max_freq_hz=408e6)
-    assert board.silicon_clocks().gpu_freq_hz == 1300.5e6  # not yet
-    board.advance(board.params.settle_gpu_s * 0.5)
-    assert board.silicon_clocks().gpu_freq_hz == 1300.5e6
-    board.advance(board.params.settle_gpu_s)
-    assert board.silicon_clocks().gpu_freq_hz == 408e6
-
-
 def test_thermal_throttling_cuts_the_gpu_clock(costs):
     hot = VirtualBoard("agx_orin_64gb", mode_id=0, ambient_c=80.0)
     cost = costs("resnet50")

@@ -2,6 +2,7 @@
 emulation, the board follows, and work reported by a client process shows up on the rails."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -35,14 +36,16 @@ def test_real_backend_caps_and_nvpmodel_reach_the_board(live):
         silicon = json.loads((live.root / RUN_DIR / "silicon.json").read_text())
         assert silicon["gpu_freq_hz"] == 408e6 and silicon["cpu_online_cores"] == 6
         platform.apply(OperatingPoint("MODE_50W", nvpmodel_id=3))  # through the nvpmodel emulation
-        steps(live, 0.1, t)
+        t = steps(live, 0.1, t)
         assert live.board.state.nvpmodel_mode_id == 3
+        assert live.board.actuator.in_transition()  # a preset change takes 100-300 ms
+        steps(live, 0.3, t)
         assert live.board.silicon_clocks().gpu_freq_hz == 816e6
         with pytest.raises(RebootRequiredError):
             platform.apply(OperatingPoint("MODE_15W", nvpmodel_id=1))
     finally:
         platform.close()
-    steps(live, 0.1, 1.0)
+    steps(live, 0.4, 1.0)
     assert live.board.state.nvpmodel_mode_id == 0 and live.board.silicon_clocks().gpu_freq_hz == 1300.5e6
 
 
@@ -104,3 +107,20 @@ def test_emulated_tegrastats_command_reports_the_live_board(live):
     assert watts["VDD_GPU_SOC"]["cur"] == round(volts * amps * 1000) > 10000
     assert tegra_parse.VALS(text)["GR3D"] == {"val": 60, "frq": 1300000}
     assert len(tegra_parse.CPUS(text)) == 12
+
+
+def test_a_client_stalls_on_its_first_inference_after_an_emc_change(tmp_path):
+    from edge_roofline.models import zoo
+    from edge_roofline.roofline.costs import analyze_model
+    from edge_roofline.virtual.actuation import PRESETS
+
+    knobs = replace(PRESETS["instant"], emc_stall_s=(0.003, 0.003))
+    jetson = LiveVirtualJetson(tmp_path / "board", "agx_orin_64gb", mode_id=0, actuation=knobs)
+    jetson.step(0.0)
+    cost = analyze_model(zoo.build("resnet18"), precision="fp16")
+    client = LiveBoardClient(jetson.root, sleep=lambda s: None)
+    before_s = client.run_inference(cost).latency_s
+    jetson.board.set_caps(emc_max_freq_hz=3199e6 / 2)
+    jetson.step(0.02)
+    first_s, second_s = client.run_inference(cost).latency_s, client.run_inference(cost).latency_s
+    assert first_s > second_s + 0.0025 and second_s < before_s + 0.0025

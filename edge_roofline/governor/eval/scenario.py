@@ -93,6 +93,8 @@ class Scenario:
     governor: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     streams: tuple[StreamSpec, ...] = ()  # the several-streams form
+    # The board's actuation and disturbances (virtual.actuation.Actuation; None: realistic).
+    physics: Any = None
 
     def phase_model(self, phase: Phase) -> str:
         return phase.model or self.model
@@ -195,7 +197,7 @@ def _check_model(model: str, where: str, base: Path | None) -> str:
 
 
 _MULTI_KEYS = ("device", "precision", "duration_s", "streams", "seed", "physics_perturbation", "physics_scale",
-               "governor", "description")
+               "physics", "governor", "description")
 _STREAM_PHASE_KEYS = ("duration_s", "model", "input_rate_hz", "target_latency_ms", "percentile", "batch")
 _STREAM_KEYS = ("name", "start_s", "stop_s", "phases") + _STREAM_PHASE_KEYS[1:]
 
@@ -270,6 +272,7 @@ def _multi_stream(data: Mapping, name: str, base: Path | None) -> dict:
 def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = None) -> Scenario:
     """Validate ``data`` (a parsed scenario) into a ``Scenario``; errors name ``name`` and the key."""
     from edge_roofline.roofline.devices import UnknownDeviceError, get_device
+    from edge_roofline.virtual.actuation import Actuation, PhysicsKnobError
     from edge_roofline.virtual.params import CALIBRATION
 
     if not isinstance(data, Mapping):
@@ -302,6 +305,10 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
         CALIBRATION[device].scaled(physics_scale)
     except ValueError as exc:
         raise ScenarioError(f"{name}: physics_scale: {exc}") from None
+    try:
+        physics = Actuation.from_dict(data.get("physics"), f"{name}: physics")
+    except PhysicsKnobError as exc:
+        raise ScenarioError(str(exc)) from None
     governor = data.get("governor") or {}
     if not isinstance(governor, Mapping):
         raise ScenarioError(f"{name}: governor must be a mapping of GovernorConfig keys, got {governor!r}")
@@ -313,7 +320,8 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     except ConfigError as exc:
         raise ScenarioError(f"{name}: governor: {exc}") from None
     return Scenario(name=name, device=device, precision=data["precision"], seed=seed,
-                    physics_perturbation=perturbation, physics_scale=dict(physics_scale), governor=dict(governor),
+                    physics_perturbation=perturbation, physics_scale=dict(physics_scale), physics=physics,
+                    governor=dict(governor),
                     description=str(data.get("description", "")), **form)
 
 

@@ -80,7 +80,7 @@ def boot(scenario: Scenario, mode_id: int):
     clock = SimClock()
     params = CALIBRATION[scenario.device].scaled(scenario.physics_scale)
     board = VirtualBoard(scenario.device, mode_id=mode_id, seed=scenario.seed, params=params,
-                         perturbation=scenario.physics_perturbation, clock=clock)
+                         perturbation=scenario.physics_perturbation, clock=clock, actuation=scenario.physics)
     return board, VirtualPlatform(board), clock
 
 

@@ -1,0 +1,44 @@
+"""A scenario's ``physics`` section: the board's actuation and disturbances, realistic unless it
+says otherwise, refused on one line when a key or preset is unknown (SIMULATION)."""
+
+import pytest
+
+from edge_roofline.governor.eval.scenario import ScenarioError, load_scenario, scenario_from_dict, shipped_scenarios
+from edge_roofline.governor.eval.simulate import boot
+from edge_roofline.virtual.actuation import PRESETS
+
+from .scenarios import short
+
+STREAMS = {"device": "agx_orin_64gb", "precision": "fp16", "duration_s": 2,
+           "streams": [{"name": "a", "model": "tiny_cnn", "input_rate_hz": 30, "target_latency_ms": 5}]}
+
+
+def test_a_scenario_runs_on_realistic_actuation_unless_it_says_otherwise():
+    assert boot(short(), 0)[0].actuation == PRESETS["realistic"]
+    assert boot(short(physics="instant"), 0)[0].actuation == PRESETS["instant"]
+    slow = boot(short(physics={"preset": "slow", "emc_stall_s": [0.002, 0.003]}), 0)[0].actuation
+    assert slow.settle_gpu_s == PRESETS["slow"].settle_gpu_s and slow.emc_stall_s == (0.002, 0.003)
+    several = scenario_from_dict(STREAMS | {"physics": "slow"}, "several")
+    assert boot(several, 0)[0].actuation == PRESETS["slow"]
+
+
+@pytest.mark.parametrize("physics, message", [
+    ({"settle_gpu": 0.01}, r"short: physics: unknown key\(s\) settle_gpu; known: preset, .*settle_gpu_s"),
+    ("sluggish", r"short: physics: unknown preset 'sluggish'; use one of realistic, slow, instant"),
+    ({"emc_stall_s": [0.004, 0.001]}, r"short: physics: emc_stall_s must be \[low, high\] with low <= high"),
+    ({"outlier_burst_probability": "often"}, r"short: physics: outlier_burst_probability must be a number"),
+    ([1, 2], r"short: physics: must be a preset name"),
+])
+def test_bad_physics_is_refused_on_one_line(physics, message):
+    with pytest.raises(ScenarioError, match=message) as err:
+        short(physics=physics)
+    assert "\n" not in str(err.value)
+
+
+def test_shipped_actuation_scenarios_say_what_they_test():
+    names = shipped_scenarios()
+    for name in ("agx_slow_actuation", "agx_fast_actuation", "agx_bursty", "agx_small_model_switch",
+                 "agx_saturated", "ms_agx_slow_actuation"):
+        assert name in names and (name.startswith("ms_") or f"{name}_p30" in names)
+    assert load_scenario("agx_slow_actuation").physics.settle_emc_s == (0.05, 0.08)
+    assert load_scenario("agx_bursty").physics.outlier_burst_probability > PRESETS["realistic"].outlier_burst_probability
