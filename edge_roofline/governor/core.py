@@ -25,9 +25,9 @@ from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_candidates, predict_point
 from .learned import Learned
-from .moves import BACKLOG_SAMPLES, SETTLED_SAMPLES, Move, domains_changed, observed_settle_s, worth_moving
+from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
-from .policy import MAX_UTILISATION, Choice, JointPrediction, choose
+from .policy import Choice, JointPrediction, choose
 from .pointwise import PointwisePredictor
 from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
@@ -65,8 +65,6 @@ class Governor:
         self.learned = Learned(config, self.device, now)
         self.move = Move(now, frozenset(), 0.0)  # the last move (none yet: the start, settled)
         self._power = PowerWindow()  # at the current point, once the last move settled
-        self._power_period_s = 0.0  # between power readings: a reading lags the board by one
-        self._last_power_s: float | None = None
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
         self._explore_left = config.explore_budget
@@ -104,13 +102,8 @@ class Governor:
     def model_note(self) -> str:
         return next(iter(self.streams.values())).model_note
 
-    @property
-    def findings(self):
-        return self.learned.findings
-
-    @property
-    def energy(self):
-        return self.learned.energy
+    findings = property(lambda self: self.learned.findings, doc="The verdicts under the current workload.")
+    energy = property(lambda self: self.learned.energy, doc="The power model, every stream's.")
 
     # ---- crash recovery ----------------------------------------------------------------
     def record_found(self) -> None:
@@ -145,33 +138,11 @@ class Governor:
             return False
         s.note_inference(latency_s)
         start_s = timestamp_s - latency_s
-        self._learn_settle(s.name, start_s, latency_s)
-        if not s.gate.judged(model_id, start_s, timestamp_s) or self._moves_sample(s, start_s, timestamp_s):
+        self.move.learn(s.name, start_s, latency_s, self.learned.settle)
+        if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
         s.latencies.append((timestamp_s, float(latency_s)))
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
-
-    def _moves_sample(self, s: Stream, start_s: float, timestamp_s: float) -> bool:
-        """The sample is the last move's: it started before the move settled, or it queued
-        behind one that did (the backlog a transient leaves, up to BACKLOG_SAMPLES of them: a
-        point that cannot keep up queues for ever, and that is its own)."""
-        if start_s < self.move.settled_s() or (start_s < s.backlog_until_s and s.backlog_left > 0):
-            s.backlog_left -= start_s >= self.move.settled_s()
-            s.backlog_until_s = max(s.backlog_until_s, timestamp_s)
-            return True
-        return False
-
-    def _learn_settle(self, stream: str, start_s: float, latency_s: float) -> None:
-        """Keep the first samples after the last move until one stream shows when it settled."""
-        move = self.move
-        if move.domains and move.samples is not None:
-            seen = move.samples.setdefault(stream, [])
-            seen.append((start_s - move.time_s, latency_s))
-            if sum(1 for t, _ in seen if t >= 2 * move.settle_s) >= SETTLED_SAMPLES:
-                observed = observed_settle_s(seen, move.settle_s)
-                if observed is not None:
-                    self.learned.settle.observe(move.domains, observed)
-                move.samples = None  # one look per move
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
         """``source``: where the reading came from, named when it is implausible (a missing rail)."""
@@ -179,12 +150,7 @@ class Governor:
             self.safety.note_implausible(timestamp_s, f"power {power_w!r} W" + (f" from {source}" if source else ""))
             return
         self.safety.note_power(timestamp_s, temperatures_c)
-        if self._last_power_s is not None and timestamp_s > self._last_power_s:
-            self._power_period_s = timestamp_s - self._last_power_s
-        self._last_power_s = timestamp_s
-        # A sensor that averages and reports late shows the transient one reading after it ends.
-        if timestamp_s >= self.move.settled_s() + self._power_period_s:
-            self._power.add(timestamp_s, float(power_w))
+        self._power.add(timestamp_s, float(power_w), self.move.settled_s())
 
     # ---- commands ----------------------------------------------------------------------
     def set_target(self, latency_ms: float, percentile: float, stream: str = DEFAULT_STREAM) -> None:
@@ -195,24 +161,17 @@ class Governor:
         """Several streams' targets at once, ``{stream: (latency_ms, percentile)}``: one restart
         of exploration, and the verdicts every change leaves standing kept (a point that missed
         misses a tighter target; one that met meets a looser one)."""
-        before = {name: s.config for name, s in self.streams.items()}
+        before = [s.config for s in self.streams.values()]
         config = self.config
         for name, (latency_ms, percentile) in targets.items():
             config = config.with_target(latency_ms, percentile, self._stream(name).name)
         self.config = config
-        tighter, looser = False, False
         for s in config.stream_configs:
-            old = before[s.name]
-            tighter |= s.target_latency_ms < old.target_latency_ms or s.percentile > old.percentile
-            looser |= s.target_latency_ms > old.target_latency_ms or s.percentile < old.percentile
             self.streams[s.name].config = s
-        if not (tighter or looser):
-            return
-        kept = self.findings.unchanged_by(slower=tighter) if tighter != looser else None
-        self._new_target()
-        if kept is not None:
-            kept.measured = self.findings.measured
-            self.learned.findings = kept
+        if before != list(config.stream_configs):
+            kept = self.findings.kept_for_targets(before, config.stream_configs)
+            self._new_target()
+            self.learned.findings = kept or self.findings
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODES:
@@ -266,24 +225,18 @@ class Governor:
 
     def _surprised(self, streams: list[Stream], slower: bool) -> None:
         """The work of ``streams`` changed unannounced (another process on the GPU, other input
-        content): models half forget, points are unmeasured again, verdicts that still hold stay."""
-        for s in streams:
-            s.predictor.forget(0.5)
-        self.energy.forget(0.5)
-        kept = self.findings.unchanged_by(slower)
+        content): points are unmeasured again, verdicts that still hold stay (Learned.surprised)."""
+        kept = self.learned.surprised(streams, slower)
         self._new_workload(forget_mixes=False)
         self.learned.findings = kept
 
     def _workload_changed(self, changed: Stream) -> None:
         """``changed`` started or stopped: what the windows hold was another mix of work (the
         findings of a mix seen before come back, findings.py)."""
-        now = frozenset((s.name, s.model_id) for s in self.streams.values() if s.active)
-        found = self.learned.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
+        found = self.learned.mix_changed(changed, [s for s in self.streams.values() if s.active])
         self._new_workload(forget_mixes=False)
         self.learned.findings = found
         self._clear_windows()
-        self.learned.calibrated_here.clear()
-        self.learned.calibrated_in_mix.clear()
 
     def _clear_windows(self) -> None:
         for s in self.streams.values():
@@ -350,9 +303,15 @@ class Governor:
             state = self._after_settle
         self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, power_w,
                                self._surprised, self._new_workload)
-        by_name = {q.point.name: q for q in self._predict_all(active, windows)}
-        current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
-        violations = self._judge(now_s, active, windows, cal_windows, current)
+        by_name, current = self._predict_all(active, windows)
+        violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
+                                        current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
+        if violations and self._descending:
+            # The model said this step down would miss and it did: it is less wrong than its
+            # error so far says, so the next steps reach less far.
+            for name in violations:
+                self.streams[name].model_rel_error *= 0.5
+            self._descending = False
         # Measured misses win over predictions: a point ruled out, and every point slower in
         # every clock, is out until the verdict expires.
         out = self.dominance.dominated_by(self.findings.missed.names()) - self.dominance.unbeatable
@@ -375,9 +334,11 @@ class Governor:
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
             else Transition.IMPROVE
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in self.findings.met):
-            unpaid = self._unpaid(now_s, current, choice)
-            if unpaid:
-                return decide(Transition.HOLD, State.SETTLED, self.current, unpaid, current)
+            why = unpaid(current, choice.prediction, choice.exploring,
+                         max(cfg.expected_dwell_s, now_s - self._workload_since_s),
+                         self.learned.settle.of(domains_changed(self.device, self.current, target)))
+            if why:
+                return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
         if self.mode == "advise":
             return decide(Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)
@@ -403,42 +364,6 @@ class Governor:
                 self._workload_changed(s)
         self.findings.missed.expire(now_s)
 
-    def _judge(self, now_s: float, active: list[Stream], windows, cal_windows,
-               current: JointPrediction) -> dict[str, float]:
-        """The verdicts on the current point from the samples judged here; returns, per stream
-        that misses with evidence, its measured percentile over its limit."""
-        cfg = self.config
-        violations = {s.name: v for s in active
-                      if (v := s.violation(s.limit_s(cfg.margin), cfg.min_window_samples)) is not None}
-        found = self.findings
-        if violations:
-            if self.current.name in found.met:
-                # A point measured to meet every target misses now: the work got heavier.
-                self._surprised([self.streams[name] for name in violations], slower=True)
-                found = self.findings
-            # It rules out every point it dominates; itself too, unless nowhere is faster (the
-            # choice never drops an unbeatable point: step).
-            found.missed.rule_out(self.current.name, now_s)
-            found.met.discard(self.current.name)
-            if self._descending:
-                # The model said this step would miss and it did: it is less wrong than its
-                # error so far says, so the next steps reach less far.
-                for name in violations:
-                    self.streams[name].model_rel_error *= 0.5
-                self._descending = False
-            return violations
-        if self.current.name in self.dominance.unbeatable:
-            # Held where nowhere is faster, its verdict stands only while the evidence does: a
-            # burst there (a neighbour's blip) must not keep every slower point out.
-            found.missed.discard(self.current.name)
-        judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
-        if None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
-            if all(judged_s[s.name] <= s.limit_s(cfg.margin) for s in active):
-                found.met.add(self.current.name)
-            elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
-                found.near.add(self.current.name)  # every target met, not every margin
-        return violations
-
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                 state: State) -> Choice:
         found = self.findings
@@ -449,20 +374,6 @@ class Governor:
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above)
-
-    def _unpaid(self, now_s: float, current: JointPrediction, choice: Choice) -> str:
-        """Why a move for energy from a point that meets every target would not pay ("" it
-        would): its predicted saving (an exploration's at the optimistic end of its
-        uncertainty) held for the expected dwell must exceed its transients' cost."""
-        target = choice.prediction
-        saving_w = current.power_w - target.power_w + (target.power_std_w if choice.exploring else 0.0)
-        horizon_s = max(self.config.expected_dwell_s, now_s - self._workload_since_s)
-        transient_s = self.learned.settle.of(domains_changed(self.device, self.current, target.point))
-        moves = 2 if choice.exploring else 1  # an exploration may move back
-        if worth_moving(saving_w, horizon_s, transient_s, max(current.power_w, target.power_w), moves):
-            return ""
-        return (f"holding: moving to {target.point.name} would save {saving_w:.2f} W over {horizon_s:.0f} s, "
-                f"less than {moves} transient(s) of {transient_s * 1e3:.0f} ms cost")
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
@@ -486,19 +397,16 @@ class Governor:
         self.safety.note_switch(now_s)
         self.learned.calibrated_here.clear()
         self._clear_windows()
-        for s in self.streams.values():
-            s.backlog_left = BACKLOG_SAMPLES
         self.switches += 1
         return ""
 
-    def _joint(self, point: OperatingPoint, active: list[Stream], windows) -> JointPrediction:
-        return predict_point(point, [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy)
-
-    def _predict_all(self, active: list[Stream], windows) -> list[JointPrediction]:
-        """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
-        return predict_candidates(self.candidates, self.dominance,
-                                  [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy,
-                                  self.findings.measured)
+    def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
+        """Every candidate by name, each stream's latency made monotone in the clocks (rules.py),
+        and the current point's prediction."""
+        loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
+        by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
+                                                               self.findings.measured)}
+        return by_name, by_name.get(self.current.name) or predict_point(self.current, loads, self.energy)
 
     def _measured_here(self, now_s: float, active: list[Stream]) -> bool:
         """The current point has been measured: every active stream calibrated here, or, when a

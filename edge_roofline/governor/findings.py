@@ -36,6 +36,20 @@ class Findings:
             return Findings(self.verdict_ttl_s, missed=self.missed.copy())
         return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near))
 
+    def kept_for_targets(self, before, after) -> "Findings | None":
+        """The verdicts a change of targets from ``before`` to ``after`` (StreamConfigs, in the
+        same order) leaves standing: every target tighter, a point that missed misses still;
+        every one looser, a point that met meets still; None: mixed (none stands)."""
+        tighter = any(b.target_latency_ms < a.target_latency_ms or b.percentile > a.percentile
+                      for a, b in zip(before, after))
+        looser = any(b.target_latency_ms > a.target_latency_ms or b.percentile < a.percentile
+                     for a, b in zip(before, after))
+        if tighter == looser:
+            return None
+        kept = self.unchanged_by(slower=tighter)
+        kept.measured = set(self.measured)
+        return kept
+
     def copy(self) -> "Findings":
         return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near))
 

@@ -15,6 +15,7 @@ from .config import GovernorConfig
 from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
+from .policy import MAX_UTILISATION
 from .streams import Stream
 
 
@@ -29,6 +30,22 @@ class Learned:
         self.calibrated_here: set[str] = set()  # streams calibrated at the current point since the move
         self.calibrated_in_mix: set[str] = set()  # ... since the mix of streams last changed
         self.last_calibration_s = now_s
+
+    def surprised(self, streams: list[Stream], slower: bool) -> Findings:
+        """The work of ``streams`` changed unannounced: their models and the power model half
+        forget; returns the verdicts the change leaves standing."""
+        for s in streams:
+            s.predictor.forget(0.5)
+        self.energy.forget(0.5)
+        return self.findings.unchanged_by(slower)
+
+    def mix_changed(self, changed: Stream, active: list[Stream]) -> Findings:
+        """``changed`` started or stopped: the current findings are kept for the mix before;
+        returns those of the mix now (none if it was never seen). Nothing is calibrated in it."""
+        now = frozenset((s.name, s.model_id) for s in active)
+        self.calibrated_here.clear()
+        self.calibrated_in_mix.clear()
+        return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
 
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
                   active: list[Stream], windows, power_w: float, surprised: Callable[[list[Stream], bool], None],
@@ -82,3 +99,32 @@ class Learned:
                     return  # nothing known about its share (learned by measuring, none yet)
                 observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
         self.energy.update(point, power_w, observed)
+
+    def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
+              cal_windows, gpu_utilisation: float, unbeatable: set[str],
+              surprised: Callable[[list[Stream], bool], None]) -> dict[str, float]:
+        """The verdicts on ``point`` (the current one) from the samples judged there; returns,
+        per stream that misses with evidence, its measured percentile over its limit.
+        ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
+        violations = {s.name: v for s in active
+                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples)) is not None}
+        if violations:
+            if point.name in self.findings.met:
+                # A point measured to meet every target misses now: the work got heavier.
+                surprised([s for s in active if s.name in violations], True)
+            # It rules out every point it dominates; itself too, unless nowhere is faster (the
+            # choice never drops an unbeatable point).
+            self.findings.missed.rule_out(point.name, now_s)
+            self.findings.met.discard(point.name)
+            return violations
+        if point.name in unbeatable:
+            # Held where nowhere is faster, its verdict stands only while the evidence does: a
+            # burst there (a neighbour's blip) must not keep every slower point out.
+            self.findings.missed.discard(point.name)
+        judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
+        if None not in judged_s.values() and gpu_utilisation <= MAX_UTILISATION:
+            if all(judged_s[s.name] <= s.limit_s(config.margin) for s in active):
+                self.findings.met.add(point.name)
+            elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
+                self.findings.near.add(point.name)  # every target met, not every margin
+        return violations

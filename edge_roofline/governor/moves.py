@@ -53,17 +53,44 @@ def domains_changed(device: DeviceSpec | None, old: OperatingPoint, new: Operati
 
 @dataclass
 class Move:
-    """One move: when, which domains, and the first samples after it (to learn its settle time)."""
+    """One move: when, which domains, the samples it owns and the first ones after it (to learn
+    its settle time)."""
 
     time_s: float
     domains: frozenset[str]
     settle_s: float  # the settle time assumed when it was made
     # stream: (start - move time, latency) of the first samples after it; None once looked at
     samples: dict[str, list[tuple[float, float]]] | None = field(default_factory=dict)
+    backlog_until_s: dict[str, float] = field(default_factory=dict)  # stream: its samples of the move end here
+    backlog_left: dict[str, int] = field(default_factory=dict)  # stream: samples queued behind them still owned
 
     def settled_s(self) -> float:
         """When it settled (no domain changed: the governor's start, before any sample)."""
         return self.time_s + self.settle_s if self.domains else -math.inf
+
+    def owns(self, stream: str, start_s: float, timestamp_s: float) -> bool:
+        """The sample is the move's: it started before the move settled, or it queued behind
+        one that did (the backlog a transient leaves, up to BACKLOG_SAMPLES of them: a point that
+        cannot keep up queues for ever, and that is its own)."""
+        settled_s = self.settled_s()
+        left = self.backlog_left.get(stream, BACKLOG_SAMPLES)
+        if start_s < settled_s or (start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0):
+            self.backlog_left[stream] = left - (start_s >= settled_s)
+            self.backlog_until_s[stream] = max(self.backlog_until_s.get(stream, -math.inf), timestamp_s)
+            return True
+        return False
+
+    def learn(self, stream: str, start_s: float, latency_s: float, settle: "SettleTimes") -> None:
+        """Keep the first samples after the move until one stream shows when it settled."""
+        if not self.domains or self.samples is None:
+            return
+        seen = self.samples.setdefault(stream, [])
+        seen.append((start_s - self.time_s, latency_s))
+        if sum(1 for t, _ in seen if t >= 2 * self.settle_s) >= SETTLED_SAMPLES:
+            observed = observed_settle_s(seen, self.settle_s)
+            if observed is not None:
+                settle.observe(self.domains, observed)
+            self.samples = None  # one look per move
 
 
 class SettleTimes:
@@ -126,3 +153,15 @@ def worth_moving(saving_w: float, horizon_s: float, transient_s: float, power_w:
     ``power_w`` (the clocks run at the slower of both points, the work at the faster's power
     at worst) -- an exploration counts the move back too."""
     return saving_w * horizon_s > moves * transient_s * power_w
+
+
+def unpaid(current, target, exploring: bool, horizon_s: float, transient_s: float) -> str:
+    """Why a move for energy from ``current`` to ``target`` (policy.JointPrediction) would not
+    pay ("": it would): its predicted saving (an exploration's at the optimistic end of its
+    uncertainty) held for ``horizon_s`` against its transients' cost."""
+    saving_w = current.power_w - target.power_w + (target.power_std_w if exploring else 0.0)
+    moves = 2 if exploring else 1  # an exploration may move back
+    if worth_moving(saving_w, horizon_s, transient_s, max(current.power_w, target.power_w), moves):
+        return ""
+    return (f"holding: moving to {target.point.name} would save {saving_w:.2f} W over {horizon_s:.0f} s, "
+            f"less than {moves} transient(s) of {transient_s * 1e3:.0f} ms cost")

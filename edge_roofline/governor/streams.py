@@ -50,9 +50,17 @@ class PowerWindow:
 
     def __init__(self) -> None:
         self._readings: deque[tuple[float, float]] = deque()  # (t, W)
+        self._period_s = 0.0  # between readings
+        self._last_s = -math.inf
 
-    def add(self, timestamp_s: float, power_w: float) -> None:
-        self._readings.append((timestamp_s, power_w))
+    def add(self, timestamp_s: float, power_w: float, settled_s: float = -math.inf) -> None:
+        """A reading; kept once the last move ``settled_s`` and one reading after (a sensor that
+        averages and reports late shows a transient one reading after it ends)."""
+        if math.isfinite(self._last_s) and timestamp_s > self._last_s:
+            self._period_s = timestamp_s - self._last_s
+        self._last_s = max(self._last_s, timestamp_s)
+        if timestamp_s >= settled_s + self._period_s:
+            self._readings.append((timestamp_s, power_w))
 
     def clear(self) -> None:
         self._readings.clear()
@@ -83,8 +91,6 @@ class Stream:
         # (t, latency) of the inferences judged at the current point: started after it settled,
         # on the model the governor was told (a move clears them)
         self.latencies: deque[tuple[float, float]] = deque()
-        self.backlog_until_s = -math.inf  # the last move's samples end here: one starting earlier queued
-        self.backlog_left = 0  # ... behind them (moves.BACKLOG_SAMPLES per move)
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.last_seen_s = -math.inf

@@ -1,9 +1,8 @@
 """Telling a change of the work from the model's error, and acting on a miss at once (issue 13):
-a late inference is reported to the caller, a miss needs evidence (verdicts.py), a point that met and now misses means the work changed, and a
-first window at a point the model had not measured is its error, not new work. The scripted law
-of test_multistream, simulated time."""
+a late inference is reported to the caller, a miss needs evidence (verdicts.py), a point that
+met and now misses means the work changed, and a first window at a point the model had not
+measured is its error, not new work. The scripted law of test_multistream, simulated time."""
 
-import numpy as np
 
 from edge_roofline.governor.config import StreamConfig
 from edge_roofline.governor.findings import Findings

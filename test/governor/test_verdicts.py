@@ -7,7 +7,7 @@ from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.verdicts import Misses, miss_events, misses_target
 
-from .fake_law import DEVICE, LawPlatform, drive, true_energy_j
+from .fake_law import LawPlatform, drive, true_energy_j
 from .test_governor import analysis
 
 
