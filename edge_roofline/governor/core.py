@@ -154,8 +154,7 @@ class Governor:
 
     # ---- commands ----------------------------------------------------------------------
     def set_target(self, latency_ms: float, percentile: float, stream: str = DEFAULT_STREAM) -> None:
-        """``stream``: its name (the default: the only stream; refused when there are several)."""
-        self.set_targets({self._stream(stream).name: (latency_ms, percentile)})
+        self.set_targets({self._stream(stream).name: (latency_ms, percentile)})  # stream: as _stream
 
     def set_targets(self, targets: Mapping[str, tuple[float, float]]) -> None:
         """Several streams' targets at once, ``{stream: (latency_ms, percentile)}``: one restart
@@ -167,13 +166,16 @@ class Governor:
             config = config.with_target(latency_ms, percentile, self._stream(name).name)
         self.config = config
         for s in config.stream_configs:
+            if s != self.streams[s.name].config:  # its frames so far are not judged against the new target
+                self.streams[s.name].gate.since(self.clock.now_s())
+                self.streams[s.name].latencies.clear()
             self.streams[s.name].config = s
         if before != list(config.stream_configs):
             kept = self.findings.kept_for_targets(before, config.stream_configs)
             self._new_target()
             self.learned.findings = kept or self.findings
 
-    def set_mode(self, mode: str) -> None:
+    def set_mode(self, mode: str) -> None:  # off | advise | active
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
@@ -351,7 +353,8 @@ class Governor:
         if choice.exploring:
             self._explore_left -= 1
         self._descending = choice.descent
-        self._after_settle = State.MEASURING if violations else State.SETTLED
+        stopgap = violations or not (choice.prediction.meets() or target.name in self.findings.met)
+        self._after_settle = State.MEASURING if stopgap else State.SETTLED  # an escape, or nothing meets
         return decide(transition, State.EXPLORING if choice.exploring else State.SETTLING, target, choice.reason,
                       choice.prediction, applied=True)
 
@@ -359,9 +362,8 @@ class Governor:
         """Streams silent beyond ``Stream.silence_limit_s`` leave the constraint set; verdicts
         older than their age are dropped (the point may be tried again)."""
         for s in self.streams.values():
-            if s.active and now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
-                s.active = False
-                self._workload_changed(s)
+            if now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
+                self.stream_left(s.name)
         self.findings.missed.expire(now_s)
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],

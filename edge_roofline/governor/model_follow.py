@@ -86,6 +86,12 @@ class ModelGate:
         self.old = "" if not model_id else self.reported if self.reported != model_id else self.before
         self.unannounced_s = None
 
+    def since(self, now_s: float) -> None:
+        """Frames that started before ``now_s`` are not judged (the stream's target changed:
+        with a model switch the target comes first, and the old model's frames still in
+        flight are not the new one's)."""
+        self.switched_s = max(self.switched_s, now_s)
+
     def judged(self, model_id: str, start_s: float, now_s: float) -> bool:
         if model_id and model_id != self.reported:
             if self.reported:
