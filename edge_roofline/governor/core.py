@@ -88,20 +88,10 @@ class Governor:
                 raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
             fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
 
-    @property
-    def predictor(self) -> Predictor | PointwisePredictor | None:
-        """The only stream's predictor."""
-        return self._stream(DEFAULT_STREAM).predictor
-
-    @property
-    def model_id(self) -> str:
-        """The first stream's model ("" before it is known)."""
-        return next(iter(self.streams.values())).model_id
-
-    @property
-    def model_note(self) -> str:
-        return next(iter(self.streams.values())).model_note
-
+    predictor = property(lambda self: self._stream(DEFAULT_STREAM).predictor, doc="The only stream's predictor.")
+    model_id = property(lambda self: next(iter(self.streams.values())).model_id,
+                        doc='The first stream\'s model ("" before it is known).')
+    model_note = property(lambda self: next(iter(self.streams.values())).model_note)
     findings = property(lambda self: self.learned.findings, doc="The verdicts under the current workload.")
     energy = property(lambda self: self.learned.energy, doc="The power model, every stream's.")
 
@@ -187,8 +177,12 @@ class Governor:
         load, ``note`` says why): each point is then learned by measuring. Frames that started
         before this call, or that report the model switched from, are not judged (ModelGate)."""
         s = self._stream(stream)
+        kept = s.switch_predictor(None if model_analysis is None else (  # a model served before: its calibration
+            model_analysis.model, model_analysis.precision, model_analysis.batch, model_analysis.total_flops))
         if model_analysis is None or self.device is None:
             s.predictor = PointwisePredictor()  # what each point measured was the old model's
+        elif kept is not None:
+            s.predictor = kept
         elif isinstance(s.predictor, Predictor):
             s.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
             self.energy.forget(0.3)  # as the predictor's own coefficients (set_workload)

@@ -10,6 +10,7 @@ The module's power readings at the current point are windowed here too (PowerWin
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -88,6 +89,8 @@ class Stream:
         self.model_id = ""  # the model the predictor describes ("" before the first one is known)
         self.model_note = ""  # why there is no roofline for it (learned by measuring), if so
         self.gate = ModelGate(model_patience_s)
+        self._predictors: dict[tuple, Predictor] = {}  # workload: its predictor, as calibrated when it was left
+        self._workload: tuple | None = None  # the one the predictor describes
         # (t, latency) of the inferences judged at the current point: started after it settled,
         # on the model the governor was told (a move clears them)
         self.latencies: deque[tuple[float, float]] = deque()
@@ -105,6 +108,15 @@ class Stream:
     @property
     def name(self) -> str:
         return self.config.name
+
+    def switch_predictor(self, workload: tuple | None) -> Predictor | None:
+        """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
+        none known): the current roofline predictor is kept under the workload it describes;
+        returns the one kept for ``workload`` (served before), else None."""
+        if isinstance(self.predictor, Predictor) and self._workload is not None:
+            self._predictors[self._workload] = copy.deepcopy(self.predictor)
+        self._workload = workload
+        return self._predictors.get(workload) if workload is not None else None
 
     def note_seen(self, timestamp_s: float) -> None:
         """An inference finished at ``timestamp_s`` (the gap since the last one is its period
