@@ -42,3 +42,17 @@ def test_shipped_actuation_scenarios_say_what_they_test():
         assert name in names and (name.startswith("ms_") or f"{name}_p30" in names)
     assert load_scenario("agx_slow_actuation").physics.settle_emc_s == (0.05, 0.08)
     assert load_scenario("agx_bursty").physics.outlier_burst_probability > PRESETS["realistic"].outlier_burst_probability
+
+
+def test_outlier_bursts_do_not_rule_out_every_candidate_of_the_oracle():
+    """Every candidate's short run draws the same disturbances: were bursts in the ranking,
+    one burst would push every candidate over the violation limit and the oracle would fall
+    back to the least late point. It ranks without them (they still hit the chosen point's run)."""
+    from edge_roofline.governor.eval.hindsight import Hindsight
+
+    one_phase = [{"duration_s": 4, "input_rate_hz": 30, "target_latency_ms": 5}]
+    bursty = Hindsight(short(phases=one_phase, physics={"outlier_burst_probability": 0.05,
+                                                         "outlier_factor": [30, 30]}))
+    calm = Hindsight(short(phases=one_phase, physics={"outlier_burst_probability": 0.0}))
+    assert [r.point for r in bursty.oracle()] == [r.point for r in calm.oracle()]
+    assert bursty.oracle()[0].meets(bursty.scenario.segments[0])
