@@ -2,21 +2,10 @@
 faster to go is never ruled out, a ruled-out point is tried again once its verdict expires, and
 frames of the model switched from are not judged against the new one."""
 
-from edge_roofline.clock import SimClock
-from edge_roofline.governor.config import GovernorConfig
-from edge_roofline.governor.core import Governor
 from edge_roofline.governor.verdicts import Misses, miss_events, misses_target
 
-from .fake_law import LawPlatform, drive, true_energy_j
-from .test_governor import analysis
-
-
-def make(tmp_path, **cfg):
-    clock = SimClock(100.0)
-    platform = LawPlatform()
-    config = GovernorConfig.from_dict({"target_latency_ms": 20.0, "percentile": 95.0,
-                                       "state_path": str(tmp_path / "state.json"), **cfg})
-    return Governor(platform, config, analysis(), clock), platform, clock
+from .fake_law import drive, true_energy_j
+from .test_governor import analysis, make
 
 
 def test_a_burst_is_one_event_a_tail_many_a_level_every_sample():
