@@ -227,7 +227,17 @@ class GovernorConfig:
     window_s: float = setting(5.0, "sliding window of the measured latency percentile")
     min_window_samples: int = setting(12, "fewer samples in the window: no percentile feedback yet")
     min_calibration_samples: int = setting(6, "fewer samples: no calibration of a stream's mean yet")
-    settle_s: float = setting(0.3, "samples this soon after a switch are ignored")
+    settle_s: float = setting(0.3, "the longest a learned settle time of a clock move may grow to (moves.py)")
+    # Prior settle times of a move per domain (learned online, moves.py): a latency sample that
+    # started before the move settled is the move's, not the point's.
+    settle_cpu_s: float = setting(0.02, "prior settle time of a CPU clock move (learned online)")
+    settle_cores_s: float = setting(0.02, "prior settle time of a change of online CPU cores (learned online)")
+    settle_gpu_s: float = setting(0.04, "prior settle time of a GPU clock move (learned online)")
+    settle_emc_s: float = setting(0.08, "prior settle time of an EMC clock move (learned online)")
+    settle_preset_s: float = setting(0.3, "added to a move's settle time when the nvpmodel preset changes")
+    verdict_ttl_s: float = setting(20.0, "a point ruled out by misses is tried again after this (doubling per "
+                                         "repeat)")
+    expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long")
     dwell_s: float = setting(3.0, "minimum time at a point before an energy-driven move")
     hysteresis: float = setting(0.03, "move only for a predicted energy saving above this fraction")
     calibration_interval_s: float = setting(1.0, "how often measured windows feed the predictor")

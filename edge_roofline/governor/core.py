@@ -4,6 +4,11 @@ It holds several streams (networks) at once, each with its own latency target; o
 point must meet every active stream's target at the least module power (streams.py, joint.py).
 Time is injected (``clock``; every ``observe_*`` and ``step`` call carries its own timestamp),
 so the same core runs on wall time on a robot and on simulated time in tests.
+
+``step`` is a state machine (states.py: the states, the named transitions and their order).
+Moving the board takes time: a sample whose inference started before the last move settled is
+the move's (moves.py), a point is judged on evidence and the verdict ages (verdicts.py), and what
+has been learned lives in one object (learned.py).
 """
 
 from __future__ import annotations
@@ -18,15 +23,17 @@ from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
-from .findings import Findings, MixMemory
-from .joint import JointEnergy, contention, predict_candidates, predict_point, stream_loads, uncontended
+from .joint import predict_candidates, predict_point
+from .learned import Learned
+from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
-from .policy import MAX_UTILISATION, JointPrediction, choose
+from .policy import Choice, JointPrediction, choose
 from .pointwise import PointwisePredictor
 from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
+from .states import PROVISIONAL, State, Transition
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -53,22 +60,16 @@ class Governor:
         self.dominance = Dominance(self.device, self.candidates)
         self.current = self.found
         self.mode = config.mode
-        self.streams = {s.name: Stream(s) for s in config.stream_configs}
-        self.energy = JointEnergy(self.device)
-        self._power = PowerWindow()  # at the current point
-        self._last_switch_s = now
-        self._last_calibration_s = now
+        self.state = State.MEASURING  # the point found at start is a stopgap
+        self.streams = {s.name: Stream(s, config.window_s) for s in config.stream_configs}
+        self.learned = Learned(config, self.device, now)
+        self.move = Move(now, frozenset(), 0.0)  # the last move (none yet: the start, settled)
+        self._power = PowerWindow()  # at the current point, once the last move settled
+        self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
+        self._workload_since_s = now
         self._explore_left = config.explore_budget
-        # A provisional point (the one found at start, or one being explored) may be left as soon
-        # as it has been measured; a point chosen as the best is held for dwell_s.
-        self._provisional = True
-        self._exploring = False  # the current point is an exploration
-        self._descending = False  # ... one step down (choose)
+        self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
-        self._calibrated_here: set[str] = set()  # streams calibrated at the current point since the switch
-        self._calibrated_in_mix: set[str] = set()  # ... since the mix of streams last changed
-        self.findings = Findings()  # under the current workload and mix of streams
-        self._mixes = MixMemory()
         self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
@@ -87,19 +88,12 @@ class Governor:
                 raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
             fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
 
-    @property
-    def predictor(self) -> Predictor | PointwisePredictor | None:
-        """The only stream's predictor."""
-        return self._stream(None).predictor
-
-    @property
-    def model_id(self) -> str:
-        """The first stream's model ("" before it is known)."""
-        return next(iter(self.streams.values())).model_id
-
-    @property
-    def model_note(self) -> str:
-        return next(iter(self.streams.values())).model_note
+    predictor = property(lambda self: self._stream(DEFAULT_STREAM).predictor, doc="The only stream's predictor.")
+    model_id = property(lambda self: next(iter(self.streams.values())).model_id,
+                        doc='The first stream\'s model ("" before it is known).')
+    model_note = property(lambda self: next(iter(self.streams.values())).model_note)
+    findings = property(lambda self: self.learned.findings, doc="The verdicts under the current workload.")
+    energy = property(lambda self: self.learned.energy, doc="The power model, every stream's.")
 
     # ---- crash recovery ----------------------------------------------------------------
     def record_found(self) -> None:
@@ -109,12 +103,18 @@ class Governor:
 
     # ---- inputs ------------------------------------------------------------------------
     def _stream(self, name: str | None) -> Stream:
+        """``name``; None, "" or DEFAULT_STREAM where no stream has that name: the only stream
+        (refused, naming them, where there are several)."""
+        if name == DEFAULT_STREAM and name not in self.streams:
+            name = None
         return self.streams[self.config.stream_name(name)]
 
-    def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM) -> bool:
-        """True: the inference was over its stream's target at a point not known to miss. A caller
-        that steps on a timer steps at once: a miss is acted on before the stream's next input
-        runs where it missed (and a device that misses everywhere costs no step per inference)."""
+    def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM,
+                          model_id: str = "") -> bool:
+        """An inference of ``stream`` finished at ``timestamp_s`` (``model_id``: the model it ran,
+        if known). True: it was over its stream's target, is judged at the current point (it
+        started after the last move settled, on the model the governor was told) and the point
+        is not known to miss: a caller that steps on a timer steps at once."""
         s = self._stream(stream)
         s.note_seen(timestamp_s)
         if not s.active:
@@ -126,11 +126,12 @@ class Governor:
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return False
-        if timestamp_s >= self._last_switch_s + self.config.settle_s:
-            s.latencies.append((timestamp_s, float(latency_s)))
-        elif self._exploring and timestamp_s - latency_s >= self._last_switch_s:
-            # Arrived after a move from a point that met every target (no backlog behind it).
-            s.early.append(float(latency_s))
+        s.note_inference(latency_s)
+        start_s = timestamp_s - latency_s
+        self.move.learn(s.name, start_s, latency_s, self.learned.settle)
+        if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
+            return False  # the move's, or another model's: statistics only
+        s.latencies.append((timestamp_s, float(latency_s)))
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
@@ -139,30 +140,49 @@ class Governor:
             self.safety.note_implausible(timestamp_s, f"power {power_w!r} W" + (f" from {source}" if source else ""))
             return
         self.safety.note_power(timestamp_s, temperatures_c)
-        if timestamp_s >= self._last_switch_s + self.config.settle_s:
-            self._power.add(timestamp_s, float(power_w))
+        self._power.add(timestamp_s, float(power_w), self.move.settled_s())
 
     # ---- commands ----------------------------------------------------------------------
-    def set_target(self, latency_ms: float, percentile: float, stream: str | None = None) -> None:
-        """``stream``: its name (None: the only stream; refused when there are several)."""
-        self.config = self.config.with_target(latency_ms, percentile, stream)
-        for s in self.config.stream_configs:
-            self.streams[s.name].config = s
-        self._new_target()
+    def set_target(self, latency_ms: float, percentile: float, stream: str = DEFAULT_STREAM) -> None:
+        self.set_targets({self._stream(stream).name: (latency_ms, percentile)})  # stream: as _stream
 
-    def set_mode(self, mode: str) -> None:
+    def set_targets(self, targets: Mapping[str, tuple[float, float]]) -> None:
+        """Several streams' targets at once, ``{stream: (latency_ms, percentile)}``: one restart
+        of exploration, and the verdicts every change leaves standing kept (a point that missed
+        misses a tighter target; one that met meets a looser one)."""
+        before = [s.config for s in self.streams.values()]
+        config = self.config
+        for name, (latency_ms, percentile) in targets.items():
+            config = config.with_target(latency_ms, percentile, self._stream(name).name)
+        self.config = config
+        for s in config.stream_configs:
+            if s != self.streams[s.name].config:  # its frames so far are not judged against the new target
+                self.streams[s.name].gate.since(self.clock.now_s())
+                self.streams[s.name].latencies.clear()
+            self.streams[s.name].config = s
+        if before != list(config.stream_configs):
+            kept = self.findings.kept_for_targets(before, config.stream_configs)
+            self._new_target()
+            self.learned.findings = kept or self.findings
+
+    def set_mode(self, mode: str) -> None:  # off | advise | active
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
 
     def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "",
-                  stream: str | None = None) -> None:
-        """A new model on ``stream`` (None: the only stream). ``model_analysis`` None: no
+                  stream: str = DEFAULT_STREAM) -> None:
+        """A new model on ``stream`` (the default: the only stream). ``model_analysis`` None: no
         roofline for it (a platform outside the catalogue, or a model the governor could not
-        load, ``note`` says why): each point is then learned by measuring."""
+        load, ``note`` says why): each point is then learned by measuring. Frames that started
+        before this call, or that report the model switched from, are not judged (ModelGate)."""
         s = self._stream(stream)
+        kept = s.switch_predictor(None if model_analysis is None else (  # a model served before: its calibration
+            model_analysis.model, model_analysis.precision, model_analysis.batch, model_analysis.total_flops))
         if model_analysis is None or self.device is None:
             s.predictor = PointwisePredictor()  # what each point measured was the old model's
+        elif kept is not None:
+            s.predictor = kept
         elif isinstance(s.predictor, Predictor):
             s.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
             self.energy.forget(0.3)  # as the predictor's own coefficients (set_workload)
@@ -170,17 +190,28 @@ class Governor:
             s.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
         s.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
         s.model_note = note
+        if s.last_seen_s > -math.inf:  # frames of the model before may be in flight
+            s.gate.switched(model_id, self.clock.now_s())
         self._new_workload()
         s.latencies.clear()
         self._power.clear()
+
+    def stream_left(self, stream: str = DEFAULT_STREAM) -> None:
+        """``stream`` stopped publishing (its node was stopped): out of the constraint set now,
+        not after its silence limit; its next inference brings it back."""
+        s = self._stream(stream)
+        if s.active:
+            s.active = False
+            self._workload_changed(s)
 
     def _new_target(self, forget_mixes: bool = True) -> None:
         """What each point measured still holds, but not whether it met the targets:
         exploration starts again."""
         self._explore_left = self.config.explore_budget
+        self._workload_since_s = self.clock.now_s()
         self.findings.forget_verdicts()
         if forget_mixes:
-            self._mixes.clear()
+            self.learned.mixes.clear()
 
     def _new_workload(self, forget_mixes: bool = True) -> None:
         """Model, rate or behaviour changed: exploration starts again, every point unmeasured.
@@ -190,29 +221,22 @@ class Governor:
 
     def _surprised(self, streams: list[Stream], slower: bool) -> None:
         """The work of ``streams`` changed unannounced (another process on the GPU, other input
-        content): models half forget, points are unmeasured again, verdicts that still hold stay."""
-        for s in streams:
-            s.predictor.forget(0.5)
-        self.energy.forget(0.5)
-        kept = self.findings.unchanged_by(slower)
+        content): points are unmeasured again, verdicts that still hold stay (Learned.surprised)."""
+        kept = self.learned.surprised(streams, slower)
         self._new_workload(forget_mixes=False)
-        self.findings = kept
+        self.learned.findings = kept
 
     def _workload_changed(self, changed: Stream) -> None:
         """``changed`` started or stopped: what the windows hold was another mix of work (the
         findings of a mix seen before come back, findings.py)."""
-        now = frozenset((s.name, s.model_id) for s in self.streams.values() if s.active)
-        found = self._mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
+        found = self.learned.mix_changed(changed, [s for s in self.streams.values() if s.active])
         self._new_workload(forget_mixes=False)
-        self.findings = found
+        self.learned.findings = found
         self._clear_windows()
-        self._calibrated_here.clear()
-        self._calibrated_in_mix.clear()
 
     def _clear_windows(self) -> None:
         for s in self.streams.values():
             s.latencies.clear()
-            s.early.clear()
         self._power.clear()
 
     def shutdown(self) -> str:
@@ -224,13 +248,128 @@ class Governor:
         self.store.clear()
         return restored
 
-    # ---- the loop ----------------------------------------------------------------------
-    def _expire_streams(self, now_s: float) -> None:
-        """A stream silent beyond ``Stream.silence_limit_s`` leaves the constraint set."""
+    # ---- the loop: a state machine (states.py) -----------------------------------------
+    def step(self, now_s: float) -> Decision:
+        self._expire(now_s)
+        active = [s for s in self.streams.values() if s.active]
+        cfg = self.config
+        windows: dict[str, StreamWindow | None] = {
+            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
+        # A mean needs fewer samples than a percentile: once another stream has a full window,
+        # a slower one calibrates on fewer samples and does not hold every exploration back.
+        one_full = any(w is not None for w in windows.values())
+        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if one_full
+                                                   else None) for s in self.streams.values()}
+        power_w = self._power.mean_w(now_s - cfg.window_s)
+
+        def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,
+                   pred: JointPrediction | None = None, applied: bool = False) -> Decision:
+            self.state = state
+            return report(point, applied, reason, state.value, pred, self.streams.values(), windows, power_w,
+                          state is State.FALLBACK, transition.value)
+
+        # off
+        if self.mode == "off":
+            return decide(Transition.OFF, State.DISABLED, self.current, "mode off")
+        # fall_back: the only move made before the last one settled
+        verdict = self.safety.verdict(now_s)
+        if not verdict.ok:
+            applied, reason = False, verdict.reason
+            if self.mode == "active" and (self.current != self.safe_point or self._in_doubt):
+                error = self._apply(self.safe_point, now_s)
+                applied = not error
+                reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
+            return decide(Transition.FALL_BACK, State.FALLBACK, self.safe_point, reason, applied=applied)
+        if self.state is State.FALLBACK:
+            self.state = State.MEASURING  # recovered: the safe point is a stopgap
+        # wait
+        waiting = [s.name for s in active if s.predictor is None]
+        if waiting:
+            which = f" of {', '.join(waiting)}" if len(self.streams) > 1 else ""
+            return decide(Transition.WAIT, State.WAITING, self.current, f"waiting for the model's roofline{which} "
+                          f"(the first InferenceStats.model_id)")
+        if not active:
+            return decide(Transition.WAIT, State.WAITING, self.current, "no stream is publishing inferences: holding")
+        # settle: nothing is judged, learned or moved until the last move shows
+        state = State.MEASURING if self.state in (State.WAITING, State.ADVISING) else self.state
+        if now_s < self.move.settled_s():
+            return decide(Transition.SETTLE, state, self.current,
+                          f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
+        if state is State.SETTLING:
+            state = self._after_settle
+        self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, power_w,
+                               self._surprised, self._new_workload)
+        by_name, current = self._predict_all(active, windows)
+        violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
+                                        current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
+        if violations and self._descending:
+            # The model said this step down would miss and it did: it is less wrong than its
+            # error so far says, so the next steps reach less far.
+            for name in violations:
+                self.streams[name].model_rel_error *= 0.5
+            self._descending = False
+        # Measured misses win over predictions: a point ruled out, and every point slower in
+        # every clock, is out until the verdict expires.
+        out = self.dominance.dominated_by(self.findings.missed.names()) - self.dominance.unbeatable
+        preds = [q for q in by_name.values()
+                 if self._apply_failures.get(q.point.name, 0) < cfg.safety.apply_failures_before_disable
+                 and q.point.name not in out] or [current]
+        if not self.energy.has_energy:
+            return decide(Transition.WAIT, State.WAITING, self.current, "calibrating: no energy measured yet", current)
+        # measure: a stopgap until it is measured, the chosen point for its dwell
+        dwell_over = now_s - self.move.time_s >= cfg.dwell_s or \
+            (state in PROVISIONAL and self._measured_here(now_s, active))
+        if not violations and not dwell_over:
+            return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
+                          else "measuring", current)
+        choice = self._choose(preds, current, violations, state)
+        target = choice.prediction.point
+        # hold
+        if target == self.current:
+            return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
+        transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
+            else Transition.IMPROVE
+        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in self.findings.met):
+            why = unpaid(current, choice.prediction, choice.exploring,
+                         max(cfg.expected_dwell_s, now_s - self._workload_since_s),
+                         self.learned.settle.of(domains_changed(self.device, self.current, target)))
+            if why:
+                return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
+        # advise
+        if self.mode == "advise":
+            return decide(Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)
+        if not self.safety.may_switch(now_s, abandon=state is State.EXPLORING and bool(violations)):
+            return decide(Transition.HOLD, state, self.current, "rate limit: change deferred", current)
+        # escape, explore, improve: a move
+        error = self._apply(target, now_s)
+        if error:
+            return decide(Transition.HOLD, state, self.current, f"apply failed: {error}", current)
+        if choice.exploring:
+            self._explore_left -= 1
+        self._descending = choice.descent
+        stopgap = violations or not (choice.prediction.meets() or target.name in self.findings.met)
+        self._after_settle = State.MEASURING if stopgap else State.SETTLED  # an escape, or nothing meets
+        return decide(transition, State.EXPLORING if choice.exploring else State.SETTLING, target, choice.reason,
+                      choice.prediction, applied=True)
+
+    def _expire(self, now_s: float) -> None:
+        """Streams silent beyond ``Stream.silence_limit_s`` leave the constraint set; verdicts
+        older than their age are dropped (the point may be tried again)."""
         for s in self.streams.values():
-            if s.active and now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
-                s.active = False
-                self._workload_changed(s)
+            if now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
+                self.stream_left(s.name)
+        self.findings.missed.expire(now_s)
+
+    def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
+                state: State) -> Choice:
+        found = self.findings
+        fastest = self.dominance.fastest
+        return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
+                      explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
+                      measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
+                      fastest=next((q for q in preds if fastest and q.point == fastest), None),
+                      met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
+                      step_above=self.dominance.step_above)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
@@ -246,175 +385,30 @@ class Governor:
             # fallback applies the safe point again even where it was the current one.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
+        domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
+        self.move = Move(now_s, domains, self.learned.settle.of(domains))
         self._unvisited = point.name not in self.findings.measured
         self.current = point
         self._in_doubt = False
         self.safety.note_switch(now_s)
-        self._last_switch_s = now_s
-        self._calibrated_here.clear()
+        self.learned.calibrated_here.clear()
         self._clear_windows()
         self.switches += 1
         return ""
 
-    def _joint(self, point: OperatingPoint, active: list[Stream], windows) -> JointPrediction:
-        return predict_point(point, [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy)
-
-    def _predict_all(self, active: list[Stream], windows) -> list[JointPrediction]:
-        """Every candidate, each stream's latency made monotone in the clocks (rules.py)."""
-        return predict_candidates(self.candidates, self.dominance,
-                                  [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active], self.energy,
-                                  self.findings.measured)
-
-    def step(self, now_s: float) -> Decision:
-        self._expire_streams(now_s)
-        active = [s for s in self.streams.values() if s.active]
-        cfg = self.config
-        windows: dict[str, StreamWindow | None] = {
-            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
-        # A mean needs fewer samples than a percentile: once another stream has a full window,
-        # a slower one calibrates on fewer samples and does not hold every exploration back.
-        one_full = any(w is not None for w in windows.values())
-        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if one_full
-                                                   else None) for s in self.streams.values()}
-        power_w = self._power.mean_w(now_s - cfg.window_s)
-
-        def decision(point, applied, reason, state, pred=None, fallback=False) -> Decision:
-            return report(point, applied, reason, state, pred, self.streams.values(), windows, power_w, fallback)
-
-        if self.mode == "off":
-            return decision(self.current, False, "mode off", "disabled")
-        verdict = self.safety.verdict(now_s)
-        if not verdict.ok:
-            applied = False
-            reason = verdict.reason
-            if self.mode == "active" and (self.current != self.safe_point or self._in_doubt):
-                error = self._apply(self.safe_point, now_s)
-                applied = not error
-                reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
-            return decision(self.safe_point, applied, reason, "fallback", fallback=True)
-        waiting = [s.name for s in active if s.predictor is None]
-        if waiting:
-            which = f" of {', '.join(waiting)}" if len(self.streams) > 1 else ""
-            return decision(self.current, False, f"waiting for the model's roofline{which} (the first "
-                            f"InferenceStats.model_id)", "waiting")
-        if not active:
-            return decision(self.current, False, "no stream is publishing inferences: holding", "waiting")
-        self._calibrate(now_s, active, cal_windows, power_w)
-        by_name = {q.point.name: q for q in self._predict_all(active, windows)}
-        current = by_name.get(self.current.name) or self._joint(self.current, active, windows)
-        judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
-        violations = {s.name: v for s in active if (v := s.violation(
-            windows[s.name], s.limit_s(cfg.margin), cfg.min_window_samples)) is not None}
-        if violations:
-            if self.current.name in self.findings.met:
-                # A point measured to meet every target misses now: the work got heavier.
-                self._surprised([self.streams[name] for name in violations], slower=True)
-            self.findings.missed.add(self.current.name)
-            self.findings.met.discard(self.current.name)
-            if self._descending:
-                # The model said this step would miss and it did: it is less wrong than its
-                # error so far says, so the next steps reach less far.
-                for name in violations:
-                    self.streams[name].model_rel_error *= 0.5
-                self._descending = False
-        elif None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
-            if all(judged_s[s.name] <= s.limit_s(cfg.margin) for s in active):
-                self.findings.met.add(self.current.name)
-            elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
-                self.findings.near.add(self.current.name)  # every target met, not every margin
-        # Measured misses win over predictions: a point that missed, and every point slower in
-        # every clock, is out; the fastest point stays (nowhere faster to go).
-        fastest = self.dominance.fastest
-        out = self.dominance.dominated_by(self.findings.missed) - ({fastest.name} if fastest else set())
-        preds = [q for q in by_name.values()
-                 if self._apply_failures.get(q.point.name, 0) < self.config.safety.apply_failures_before_disable
-                 and q.point.name not in out] or [current]
-        fastest_pred = next((q for q in preds if fastest and q.point == fastest), None)
-        if not self.energy.has_energy:
-            return decision(self.current, False, "calibrating: no energy measured yet", "waiting", current)
-        dwell_over = now_s - self._last_switch_s >= self.config.dwell_s or \
-            (self._provisional and self._measured_here(now_s, active))
-        if not violations and not dwell_over:
-            return decision(self.current, False, "dwelling", "holding", current)
-        found = self.findings
-        choice = choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
-                        explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                        measured=frozenset(found.measured | found.missed), provisional=self._provisional,
-                        fastest=fastest_pred, met=frozenset(found.met), step_below=self.dominance.step_below,
-                        near=frozenset(found.near), step_above=self.dominance.step_above)
-        target = choice.prediction.point
-        if target == self.current:
-            return decision(target, False, choice.reason, "holding", choice.prediction)
-        if self.mode == "advise":
-            return decision(target, False, choice.reason, "advising", choice.prediction)
-        if not self.safety.may_switch(now_s, abandon=self._exploring and bool(violations)):
-            return decision(self.current, False, "rate limit: change deferred", "holding", current)
-        error = self._apply(target, now_s)
-        if error:
-            return decision(self.current, False, f"apply failed: {error}", "holding", current)
-        if choice.exploring:
-            self._explore_left -= 1
-        # An exploration or an escape from a miss is a stopgap: leave it once it is measured.
-        self._provisional = choice.exploring or bool(violations)
-        self._exploring = choice.exploring
-        self._descending = choice.descent
-        return decision(target, True, choice.reason, "exploring" if choice.exploring else "switching",
-                        choice.prediction)
+    def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
+        """Every candidate by name, each stream's latency made monotone in the clocks (rules.py),
+        and the current point's prediction."""
+        loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
+        by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
+                                                               self.findings.measured)}
+        return by_name, by_name.get(self.current.name) or predict_point(self.current, loads, self.energy)
 
     def _measured_here(self, now_s: float, active: list[Stream]) -> bool:
         """The current point has been measured: every active stream calibrated here, or, when a
         slow stream has not filled its window within window_s, the others. (A point left as soon
         as the fastest stream is measured would teach the slow one's predictor nothing.)"""
-        if all(s.name in self._calibrated_here for s in active):
+        here = self.learned.calibrated_here
+        if all(s.name in here for s in active):
             return True
-        return bool(self._calibrated_here) and now_s - self._last_switch_s >= self.config.window_s
-
-    def _calibrate(self, now_s: float, active: list[Stream], windows, power_w: float) -> None:
-        """Each measured window feeds its stream's predictor (the contention it saw taken out)
-        and, once every active stream has one, the shared power model."""
-        measured = [s for s in active if windows[s.name] is not None]
-        first_here = any(s.name not in self._calibrated_here for s in measured)
-        if not measured or (not first_here and now_s - self._last_calibration_s < self.config.calibration_interval_s):
-            return
-        self._last_calibration_s = now_s
-        loads = stream_loads(self.current, [(s, windows.get(s.name)) for s in active])
-        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
-        gpu_s = {load.name: load.gpu_time_s for load in loads}
-        observed = []
-        for s in measured:
-            w = windows[s.name]
-            lat, rate_hz = w.latencies_s, w.rate_hz
-            service = s.measure_service(w)  # the waiting in its queue is the queue model's
-            mean = uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name])
-            expected = s.predictor.predict(self.current, rate_hz)
-            before = expected.latency_s
-            first_look = s.name not in self._calibrated_here and self._unvisited
-            if first_look:
-                # The first window at a point: how wrong the model was where it had not looked.
-                s.model_rel_error = 0.5 * s.model_rel_error + 0.5 * abs(mean / before - 1)
-            # The work changed: a window far from the prediction, beyond the model's own
-            # uncertainty, where the model has looked (at a point it had not measured the gap is
-            # its error; in a stream's first window under a new mix, the contention model's).
-            elif s.name in self._calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
-                    self.config.workload_change_rel * before, 3.0 * expected.latency_std_s):
-                self._surprised([s], slower=mean > before)
-            last_rate = s.calibrated_rate_hz
-            if last_rate is not None and abs(rate_hz / last_rate - 1) > self.config.rate_change_rel:
-                self._new_workload()  # the energy ranking moves with the rate
-            s.calibrated_rate_hz = rate_hz
-            s.predictor.update(self.current, mean, input_rate_hz=rate_hz, samples=len(lat),
-                               latency_var_s2=service.service_var_s2)
-            observed.append((s.predictor, mean, rate_hz))
-        self._calibrated_here.update(s.name for s in measured)
-        self._calibrated_in_mix.update(s.name for s in measured)
-        self.findings.measured.add(self.current.name)
-        # Power is every active stream's. A slow stream (15 Hz) fills its window long after a
-        # fast one, usually after an exploration has moved on: its share is then its predicted
-        # latency at its last rate, so every visited point still teaches the power model.
-        for s in active:
-            if windows[s.name] is None:
-                solo = s.predictor.predict(self.current)
-                if not math.isfinite(solo.latency_s):
-                    return  # nothing known about its share (learned by measuring, none yet)
-                observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
-        self.energy.update(self.current, power_w, observed)
+        return bool(here) and now_s - max(self.move.settled_s(), self.move.time_s) >= self.config.window_s

@@ -20,7 +20,8 @@ class Decision:
     point: OperatingPoint  # chosen (active: applied or in force; advise: recommended)
     applied: bool  # a change was applied to the device in this step
     reason: str
-    state: str  # disabled | waiting | holding | exploring | switching | advising | fallback
+    # disabled | waiting | fallback | settling | measuring | exploring | settled | advising (states.py)
+    state: str
     # The binding stream's numbers (the only stream's, with one):
     predicted_latency_s: float
     predicted_energy_j: float  # per inference, over every stream's inferences
@@ -34,11 +35,12 @@ class Decision:
     binding_stream: str = ""  # the stream whose target limits the choice ("" none)
     predicted_power_w: float = math.nan  # module power at the chosen point
     measured_power_w: float = math.nan  # mean over the window
+    transition: str = ""  # the rule that made this decision (states.Transition)
 
 
 def report(point: OperatingPoint, applied: bool, reason: str, state: str, pred: JointPrediction | None,
            streams: Iterable[Stream], windows: dict[str, StreamWindow | None], power_w: float,
-           fallback: bool = False) -> Decision:
+           fallback: bool = False, transition: str = "") -> Decision:
     """``pred``: the prediction at ``point`` (None: none made); ``windows``: each stream's
     measured window; ``power_w``: mean module power over the window."""
     nan = math.nan
@@ -61,4 +63,4 @@ def report(point: OperatingPoint, applied: bool, reason: str, state: str, pred: 
                     max((st.violation_rate for st in statuses), default=0.0), fallback,
                     head.predicted_latency_std_s, head.window_samples, tuple(statuses),
                     binding.name if binding is not None else "", pred.power_w if pred is not None else nan,
-                    power_w)
+                    power_w, transition)

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .verdicts import Misses
+
 
 @dataclass
 class Findings:
     """Point names, under one workload (models, rates and targets) and one mix of streams."""
 
+    verdict_ttl_s: float
     measured: set[str] = field(default_factory=set)  # measured under it (not explored again)
-    missed: set[str] = field(default_factory=set)  # missed a target under it (not tried again)
+    # missed a target under it: not tried again until the verdict expires (verdicts.py)
+    missed: Misses = None  # type: ignore[assignment]
     met: set[str] = field(default_factory=set)  # measured to meet every target under it
     near: set[str] = field(default_factory=set)  # ... every target, not every limit (target x (1 - margin))
+
+    def __post_init__(self) -> None:
+        if self.missed is None:
+            self.missed = Misses(self.verdict_ttl_s)
 
     def forget_verdicts(self) -> None:
         """A new target: what each point measured still holds, not whether it met the targets."""
@@ -24,10 +32,26 @@ class Findings:
     def unchanged_by(self, slower: bool) -> "Findings":
         """The verdicts a change of the work cannot overturn: a point that missed misses slower
         work too; one that met (inside the margin or not) meets faster work."""
-        return Findings(missed=set(self.missed)) if slower else Findings(met=set(self.met), near=set(self.near))
+        if slower:
+            return Findings(self.verdict_ttl_s, missed=self.missed.copy())
+        return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near))
+
+    def kept_for_targets(self, before, after) -> "Findings | None":
+        """The verdicts a change of targets from ``before`` to ``after`` (StreamConfigs, in the
+        same order) leaves standing: every target tighter, a point that missed misses still;
+        every one looser, a point that met meets still; None: mixed (none stands)."""
+        tighter = any(b.target_latency_ms < a.target_latency_ms or b.percentile > a.percentile
+                      for a, b in zip(before, after))
+        looser = any(b.target_latency_ms > a.target_latency_ms or b.percentile < a.percentile
+                     for a, b in zip(before, after))
+        if tighter == looser:
+            return None
+        kept = self.unchanged_by(slower=tighter)
+        kept.measured = set(self.measured)
+        return kept
 
     def copy(self) -> "Findings":
-        return Findings(set(self.measured), set(self.missed), set(self.met), set(self.near))
+        return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near))
 
 
 class MixMemory:
@@ -44,4 +68,4 @@ class MixMemory:
         """Keep ``findings`` (measured under ``before``); those known for ``now``, else none."""
         self._by_mix[before] = findings.copy()
         known = self._by_mix.get(now)
-        return known.copy() if known is not None else Findings()
+        return known.copy() if known is not None else Findings(findings.verdict_ttl_s)

@@ -63,3 +63,44 @@ class ModelFollower:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class ModelGate:
+    """Which of a stream's frames are judged against the model the governor was last told
+    (``Governor.set_model``): not a frame that started before the switch (it ran the old model,
+    or queued behind it), not a frame reported with the model switched from, and not, for
+    ``patience_s``, one of a model reported but not announced yet (its roofline is still
+    loading: the target and predictions in force are the old model's)."""
+
+    def __init__(self, patience_s: float) -> None:
+        self.patience_s = patience_s
+        self.switched_s = -float("inf")
+        self.announced = ""  # the model the governor was told ("": not named)
+        self.reported = ""  # the model id of the last frame that said one (the old model's aside)
+        self.before = ""  # ... of the frames before it reported another
+        self.old = ""  # the model switched from: its frames still in flight are not judged
+        self.unannounced_s: float | None = None  # since when frames report a model not announced
+
+    def switched(self, model_id: str, now_s: float) -> None:
+        """The governor was told ``model_id`` ("": not named; no frame is told apart by its id)."""
+        self.switched_s = now_s
+        self.old = "" if not model_id else self.reported if self.reported != model_id else self.before
+        self.announced = model_id
+        self.unannounced_s = None
+
+    def since(self, now_s: float) -> None:
+        """Frames that started before ``now_s`` are not judged (the stream's target changed:
+        with a model switch the target comes first, and the old model's frames still in
+        flight are not the new one's)."""
+        self.switched_s = max(self.switched_s, now_s)
+
+    def judged(self, model_id: str, start_s: float, now_s: float) -> bool:
+        if model_id and model_id not in (self.old, self.reported):
+            if self.reported and model_id != self.announced:
+                self.unannounced_s = now_s
+            elif model_id == self.announced:
+                self.unannounced_s = None
+            self.before, self.reported = self.reported, model_id
+        if start_s < self.switched_s or (model_id and model_id == self.old):
+            return False
+        return self.unannounced_s is None or now_s - self.unannounced_s >= self.patience_s

@@ -11,8 +11,9 @@
 - Power rises with the clocks: a point that dominates a measured one is never predicted to draw
   less power at the same work (``Dominance.power_envelope``).
 - Measured misses win: a point measured to miss, and every point it dominates (slower in every
-  clock), is out of the choice under the same workload and rate; the fastest point never is
-  (there is nowhere faster to go).
+  clock), is out of the choice under the same workload and rate until the verdict expires
+  (verdicts.py); the fastest point, and any other no candidate dominates, never is (there is
+  nowhere faster to go).
 
 These read only the catalogue's clock tables and the candidate list, never the device's physics.
 """
@@ -63,6 +64,13 @@ class Dominance:
         # The point that dominates every other one (the first of equals), if there is one.
         top = [i for i in range(n) if all(i in self.above[j] for j in range(n) if j != i)]
         self.fastest: OperatingPoint | None = self.points[top[0]] if top else None
+        # Points with nowhere faster to go (no other candidate is faster in some clock and as
+        # fast in all): never ruled out by a miss. Outside the catalogue no point is ordered:
+        # the first candidate (the platform's own default) stands for them.
+        self.unbeatable: set[str] = {p.name for p in self.points[:1]}
+        if device is not None:
+            self.unbeatable = {self.points[i].name for i in range(n)
+                               if not any(keys[j] != keys[i] for j in self.above[i])}
 
     def dominated_by(self, names: set[str]) -> set[str]:
         """``names`` and every candidate that one of them dominates."""

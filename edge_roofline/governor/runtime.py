@@ -198,7 +198,8 @@ class GovernorRuntime:
         self.models[stream].observe(model_id)
         if wanted == "prefill" and latency_s is not None:
             latency_s = end_to_end_s
-        return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream)
+        return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream,
+                                                                         model_id=model_id)
 
     def follow_models(self) -> list[str]:
         """Apply the models streams switched to, once analysed; returns the lines to log."""

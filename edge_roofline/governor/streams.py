@@ -10,6 +10,7 @@ The module's power readings at the current point are windowed here too (PowerWin
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -17,9 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import StreamConfig
+from .model_follow import ModelGate
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
 from .queueing import Measured, QueueShape, measure
+from .verdicts import misses_target
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
@@ -49,9 +52,17 @@ class PowerWindow:
 
     def __init__(self) -> None:
         self._readings: deque[tuple[float, float]] = deque()  # (t, W)
+        self._period_s = 0.0  # between readings
+        self._last_s = -math.inf
 
-    def add(self, timestamp_s: float, power_w: float) -> None:
-        self._readings.append((timestamp_s, power_w))
+    def add(self, timestamp_s: float, power_w: float, settled_s: float = -math.inf) -> None:
+        """A reading; kept once the last move ``settled_s`` and one reading after (a sensor that
+        averages and reports late shows a transient one reading after it ends)."""
+        if math.isfinite(self._last_s) and timestamp_s > self._last_s:
+            self._period_s = timestamp_s - self._last_s
+        self._last_s = max(self._last_s, timestamp_s)
+        if timestamp_s >= settled_s + self._period_s:
+            self._readings.append((timestamp_s, power_w))
 
     def clear(self) -> None:
         self._readings.clear()
@@ -71,15 +82,22 @@ class StreamWindow:
 
 
 class Stream:
-    def __init__(self, config: StreamConfig) -> None:
+    """``model_patience_s``: how long frames of a model reported but not announced (set_model)
+    are not judged (model_follow.ModelGate)."""
+
+    def __init__(self, config: StreamConfig, model_patience_s: float = 5.0) -> None:
         self.config = config
         self.predictor: Predictor | PointwisePredictor | None = None
         self.model_id = ""  # the model the predictor describes ("" before the first one is known)
         self.model_note = ""  # why there is no roofline for it (learned by measuring), if so
-        self.latencies: deque[tuple[float, float]] = deque()  # (t, latency) at the current point
-        # Latencies inside the settle time after a switch that ran wholly after it: too early to
-        # calibrate with, but a miss among them is a miss of the new point.
-        self.early: list[float] = []
+        self.gate = ModelGate(model_patience_s)
+        self._predictors: dict[tuple, Predictor] = {}  # workload: its predictor, as calibrated when it was left
+        self._workload: tuple | None = None  # the one the predictor describes
+        # (t, latency) of the inferences judged at the current point: started after it settled,
+        # on the model the governor was told (a move clears them)
+        self.latencies: deque[tuple[float, float]] = deque()
+        self.inferences = 0  # every plausible inference seen ...
+        self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -93,6 +111,15 @@ class Stream:
     @property
     def name(self) -> str:
         return self.config.name
+
+    def switch_predictor(self, workload: tuple | None) -> Predictor | None:
+        """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
+        none known): the current roofline predictor is kept under the workload it describes;
+        returns the one kept for ``workload`` (served before), else None."""
+        if isinstance(self.predictor, Predictor) and self._workload is not None:
+            self._predictors[self._workload] = copy.deepcopy(self.predictor)
+        self._workload = workload
+        return self._predictors.get(workload) if workload is not None else None
 
     def note_seen(self, timestamp_s: float) -> None:
         """An inference finished at ``timestamp_s`` (the gap since the last one is its period
@@ -151,24 +178,19 @@ class Stream:
             return self.measured_percentile_s(window)
         return None if calibration is None else float(calibration.latencies_s.max())
 
-    def violation(self, window: StreamWindow | None, limit_s: float, min_samples: int) -> float | None:
-        """Measured percentile / limit when the target is missed, else None. Before the window
-        is full, a miss is certain once more samples (those inside the settle time that ran
-        wholly at this point included) are over the target than the percentile allows in a full
-        window, and the percentile of a full window whose samples still to come are typical (the
-        median of those seen) is over it too: one late sample among typical ones is jitter, one
-        late sample of a slow stream (all it has given yet) is a miss."""
+    def note_inference(self, latency_s: float) -> None:
+        self.inferences += 1
+        self.late += latency_s > self.config.target_latency_s
+
+    def violation(self, limit_s: float, min_samples: int) -> float | None:
+        """Measured percentile / limit when the samples judged here show, with evidence, that
+        the target is missed (verdicts.misses_target: a burst is not a tail), else None. The
+        ratio is at least target / limit: the choice then looks for a point that much faster."""
         target_s = self.config.target_latency_s
-        if window is not None:
-            lat = window.latencies_s
-        else:
-            lat = np.array(self.early + [v for _, v in self.latencies])
-            allowed = (1.0 - self.config.percentile / 100.0) * min_samples
-            if not len(lat) or np.count_nonzero(lat > target_s) <= allowed:
-                return None
-            lat = np.concatenate([lat, np.full(max(min_samples - len(lat), 0), np.median(lat))])
-        meas = float(np.percentile(lat, self.config.percentile))
-        return meas / limit_s if meas > target_s else None
+        lat = np.array([v for _, v in self.latencies])
+        if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples):
+            return None
+        return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 
     def status(self, window: StreamWindow | None, predicted_latency_s: float = math.nan,
                predicted_latency_std_s: float = math.nan) -> StreamStatus:

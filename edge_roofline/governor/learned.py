@@ -1,0 +1,131 @@
+"""Everything the governor has learned, in one place: how long each kind of move takes to settle
+(moves.py), the verdicts on each point under the current workload and mix of streams
+(findings.py, verdicts.py), and the calibration of the shared power model and of each stream's
+latency predictor from the windows measured at each point."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from edge_roofline.platforms.base import OperatingPoint
+from edge_roofline.roofline.devices import DeviceSpec
+
+from .config import GovernorConfig
+from .findings import Findings, MixMemory
+from .joint import JointEnergy, contention, stream_loads, uncontended
+from .moves import SettleTimes
+from .policy import MAX_UTILISATION
+from .streams import Stream
+
+
+class Learned:
+    def __init__(self, config: GovernorConfig, device: DeviceSpec | None, now_s: float) -> None:
+        self.settle = SettleTimes({"cpu": config.settle_cpu_s, "cores": config.settle_cores_s,
+                                   "gpu": config.settle_gpu_s, "emc": config.settle_emc_s,
+                                   "preset": config.settle_preset_s}, config.settle_s)
+        self.findings = Findings(config.verdict_ttl_s)  # under the current workload and mix of streams
+        self.mixes = MixMemory()
+        self.energy = JointEnergy(device)
+        self.calibrated_here: set[str] = set()  # streams calibrated at the current point since the move
+        self.calibrated_in_mix: set[str] = set()  # ... since the mix of streams last changed
+        self.last_calibration_s = now_s
+
+    def surprised(self, streams: list[Stream], slower: bool) -> Findings:
+        """The work of ``streams`` changed unannounced: their models and the power model half
+        forget; returns the verdicts the change leaves standing."""
+        for s in streams:
+            s.predictor.forget(0.5)
+        self.energy.forget(0.5)
+        return self.findings.unchanged_by(slower)
+
+    def mix_changed(self, changed: Stream, active: list[Stream]) -> Findings:
+        """``changed`` started or stopped: the current findings are kept for the mix before;
+        returns those of the mix now (none if it was never seen). Nothing is calibrated in it."""
+        now = frozenset((s.name, s.model_id) for s in active)
+        self.calibrated_here.clear()
+        self.calibrated_in_mix.clear()
+        return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
+
+    def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
+                  active: list[Stream], windows, power_w: float, surprised: Callable[[list[Stream], bool], None],
+                  rate_changed: Callable[[], None]) -> None:
+        """Each measured window feeds its stream's predictor (the contention it saw taken out)
+        and, once every active stream has one, the shared power model. ``unvisited``: ``point``
+        had not been measured under this workload before the move to it. ``surprised(streams,
+        slower)``: their work changed unannounced; ``rate_changed()``: an input rate moved far
+        enough to re-rank the points."""
+        measured = [s for s in active if windows[s.name] is not None]
+        first_here = any(s.name not in self.calibrated_here for s in measured)
+        if not measured or (not first_here and now_s - self.last_calibration_s < config.calibration_interval_s):
+            return
+        self.last_calibration_s = now_s
+        loads = stream_loads(point, [(s, windows.get(s.name)) for s in active])
+        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
+        gpu_s = {load.name: load.gpu_time_s for load in loads}
+        observed = []
+        for s in measured:
+            w = windows[s.name]
+            lat, rate_hz = w.latencies_s, w.rate_hz
+            service = s.measure_service(w)  # the waiting in its queue is the queue model's
+            mean = uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name])
+            expected = s.predictor.predict(point, rate_hz)
+            before = expected.latency_s
+            if s.name not in self.calibrated_here and unvisited:
+                # The first window at a point: how wrong the model was where it had not looked.
+                s.model_rel_error = 0.5 * s.model_rel_error + 0.5 * abs(mean / before - 1)
+            # The work changed: a window far from the prediction, beyond the model's own
+            # uncertainty, where the model has looked (at a point it had not measured the gap is
+            # its error; in a stream's first window under a new mix, the contention model's).
+            elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
+                    config.workload_change_rel * before, 3.0 * expected.latency_std_s):
+                surprised([s], mean > before)
+            last_rate = s.calibrated_rate_hz
+            if last_rate is not None and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
+                rate_changed()  # the energy ranking moves with the rate
+            s.calibrated_rate_hz = rate_hz
+            s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
+                               latency_var_s2=service.service_var_s2)
+            observed.append((s.predictor, mean, rate_hz))
+        self.calibrated_here.update(s.name for s in measured)
+        self.calibrated_in_mix.update(s.name for s in measured)
+        self.findings.measured.add(point.name)
+        # Power is every active stream's. A slow stream (15 Hz) fills its window long after a
+        # fast one, usually after an exploration has moved on: its share is then its predicted
+        # latency at its last rate, so every visited point still teaches the power model.
+        for s in active:
+            if windows[s.name] is None:
+                solo = s.predictor.predict(point)
+                if not math.isfinite(solo.latency_s):
+                    return  # nothing known about its share (learned by measuring, none yet)
+                observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
+        self.energy.update(point, power_w, observed)
+
+    def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
+              cal_windows, gpu_utilisation: float, unbeatable: set[str],
+              surprised: Callable[[list[Stream], bool], None]) -> dict[str, float]:
+        """The verdicts on ``point`` (the current one) from the samples judged there; returns,
+        per stream that misses with evidence, its measured percentile over its limit.
+        ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
+        violations = {s.name: v for s in active
+                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples)) is not None}
+        if violations:
+            if point.name in self.findings.met:
+                # A point measured to meet every target misses now: the work got heavier.
+                surprised([s for s in active if s.name in violations], True)
+            # It rules out every point it dominates; itself too, unless nowhere is faster (the
+            # choice never drops an unbeatable point).
+            self.findings.missed.rule_out(point.name, now_s)
+            self.findings.met.discard(point.name)
+            return violations
+        if point.name in unbeatable:
+            # Held where nowhere is faster, its verdict stands only while the evidence does: a
+            # burst there (a neighbour's blip) must not keep every slower point out.
+            self.findings.missed.discard(point.name)
+        judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
+        if None not in judged_s.values() and gpu_utilisation <= MAX_UTILISATION:
+            if all(judged_s[s.name] <= s.limit_s(config.margin) for s in active):
+                self.findings.met.add(point.name)
+            elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
+                self.findings.near.add(point.name)  # every target met, not every margin
+        return violations

@@ -1,0 +1,116 @@
+"""When a point is judged to miss its target, and for how long that verdict holds.
+
+A verdict needs evidence: the samples judged are those that started after the point settled
+(moves.py), misses in one burst (no more than BURST_GAP_SAMPLES on-time samples between them)
+count as one event once the burst has ended, and the point misses when those events are more
+than the percentile allows -- beyond chance (a binomial test) or, over a full window, in count.
+A burst (a transient, a neighbour's blip) is then told from a tail (misses spread over the
+window) and from a level (every sample late: a run still going counts every sample).
+
+A verdict ages: a point ruled out is tried again after ``ttl_s`` (doubling each time it misses
+again), when the predictions say it would save energy. The point with nowhere faster to go is
+never ruled out (``Misses.rule_out`` is not called for it: core.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+ALPHA = 0.01  # chance a point that meets its percentile shows this many misses: below it, a miss
+BURST_GAP_SAMPLES = 2  # on-time samples between two misses of one burst, at most
+MAX_STRIKES = 4  # the verdict's age doubles per repeated miss, up to 2 ** MAX_STRIKES
+
+
+def miss_events(over: Sequence[bool]) -> int:
+    """The misses in ``over`` (each sample over its target, in order), a burst that has ended
+    counting once and a run still going counting every sample."""
+    events, run, gap = 0, 0, 0
+    for late in over:
+        if late:
+            run, gap = run + 1, 0
+        elif run:
+            gap += 1
+            if gap > BURST_GAP_SAMPLES:
+                events, run, gap = events + 1, 0, 0
+    if run:
+        events += 1 if gap else run  # ended (on-time samples after it) or still going
+    return events
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    total = 0.0
+    for i in range(k, n + 1):
+        term = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
+        total += term
+        if term < 1e-12 * total:
+            break
+    return min(total, 1.0)
+
+
+def misses_target(over: Sequence[bool], percentile: float, full_window: int) -> bool:
+    """The samples ``over`` (each over its target or not, in order, all started after the point
+    settled) show that the point misses its ``percentile``: at least two events, more than
+    chance allows or, over ``full_window`` samples or more, more than the percentile allows."""
+    allowed = 1.0 - percentile / 100.0
+    events = miss_events(over)
+    if events < 2:
+        return False
+    n = len(over)
+    return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
+
+
+class Misses:
+    """Points ruled out by a miss, each until its verdict expires."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._until_s: dict[str, float] = {}
+        self._strikes: dict[str, int] = {}  # misses per point since the last forget (the age doubles)
+
+    def rule_out(self, name: str, now_s: float) -> None:
+        strikes = self._strikes.get(name, 0)
+        self._strikes[name] = min(strikes + 1, MAX_STRIKES)
+        self._until_s[name] = now_s + self.ttl_s * 2 ** strikes
+
+    def expire(self, now_s: float) -> list[str]:
+        """Drop the verdicts that have aged out; returns their points."""
+        gone = [name for name, until in self._until_s.items() if now_s >= until]
+        for name in gone:
+            del self._until_s[name]
+        return gone
+
+    def discard(self, name: str) -> None:
+        self._until_s.pop(name, None)
+
+    def clear(self) -> None:
+        self._until_s.clear()
+        self._strikes.clear()
+
+    def names(self) -> set[str]:
+        return set(self._until_s)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._until_s
+
+    def __bool__(self) -> bool:
+        return bool(self._until_s)
+
+    def __iter__(self):
+        return iter(list(self._until_s))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Misses) and self.names() == other.names()
+
+    def copy(self) -> "Misses":
+        out = Misses(self.ttl_s)
+        out._until_s, out._strikes = dict(self._until_s), dict(self._strikes)
+        return out
