@@ -54,11 +54,15 @@ class PolicyScore:
     trace: Trace = field(repr=False, compare=False)
     energy_j: float = 0.0  # the module's true energy over the run
     streams: tuple[StreamScore, ...] = ()
+    last_move_after_change_s: float = 0.0  # the longest time from a phase change to its phase's last move
+    min_move_gap_s: float = math.inf  # the shortest time between two moves (inf: fewer than two)
 
     def to_dict(self) -> dict:
         return {"energy_per_inference_j": self.energy_per_inference_j, "energy_j": self.energy_j,
                 "violation_rate": self.violation_rate, "p95_latency_ms": self.p95_latency_ms,
                 "switches": self.switches, "phases": [p.to_dict() for p in self.phases],
+                "last_move_after_change_s": self.last_move_after_change_s,
+                "min_move_gap_s": self.min_move_gap_s if math.isfinite(self.min_move_gap_s) else None,
                 "streams": {st.name: st.to_dict() for st in self.streams}}
 
 
@@ -87,6 +91,17 @@ def _point_at(trace: Trace, t_s: float) -> str:
     return name
 
 
+def _moves(trace: Trace) -> tuple[float, float]:
+    """(the longest time from a phase change to the last move before the next one, the shortest
+    time between two moves): how long the policy took to settle after a change, and whether it
+    moved again before a move could have settled."""
+    moves_s = [t for t, _ in trace.points[1:]]
+    ends = trace.phase_start_s[1:] + [math.inf]
+    last = max((max((t for t in moves_s if start <= t < end), default=start) - start
+                for start, end in zip(trace.phase_start_s, ends)), default=0.0)
+    return last, min((b - a for a, b in zip(moves_s, moves_s[1:])), default=math.inf)
+
+
 def score(policy: str, scenario: Scenario, trace: Trace) -> PolicyScore:
     starts = trace.phase_start_s
     phases = []
@@ -102,7 +117,8 @@ def score(policy: str, scenario: Scenario, trace: Trace) -> PolicyScore:
         streams.append(StreamScore(spec.name, over / max(counted, 1), _p95_ms(recs), len(recs)))
     total_j = sum(trace.phase_energy_j)
     return PolicyScore(policy, total_j / max(len(trace.inferences), 1), max(st.violation_rate for st in streams),
-                       _p95_ms(trace.inferences), trace.switches, tuple(phases), trace, total_j, tuple(streams))
+                       _p95_ms(trace.inferences), trace.switches, tuple(phases), trace, total_j, tuple(streams),
+                       *_moves(trace))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def format_summary(evaluations: list[Evaluation]) -> str:
     policies = [p for p in POLICIES if all(p in ev.scores for ev in evaluations)]
     head = f"{'scenario':<22} {'oracle mJ':>9} " + " ".join(f"{p + '/or':>14}" for p in policies if p != "oracle")
     margin = "oracle_margin" in policies
-    head += (f" {'gov/or_margin':>13}" if margin else "") + f" {'gov/MAXN':>8} {'gov viol':>8} {'gov sw':>6}  verdict"
+    head += (f" {'gov/or_margin':>13}" if margin else "") + (f" {'gov/MAXN':>8} {'gov viol':>8} {'gov sw':>6}"
+                                                            f" {'last mv s':>9} {'min gap ms':>10}  verdict")
     lines = ["SIMULATION (virtual Jetson): energy per inference relative to the per-phase oracle "
              "(several streams: the joint one; gov viol: the worst stream's)", head]
     for ev in evaluations:
@@ -51,7 +52,8 @@ def format_summary(evaluations: list[Evaluation]) -> str:
         if gov is not None:
             failed = [k for k, c in ev.criteria().items() if not c["passed"]]
             row += (f" {ev.ratio('governor', 'oracle_margin'):>13.3f}" if margin else "")
-            row += (f" {ev.ratio('governor', 'maxn'):>8.3f} {gov.violation_rate:>8.2%} {gov.switches:>6d}  "
+            row += (f" {ev.ratio('governor', 'maxn'):>8.3f} {gov.violation_rate:>8.2%} {gov.switches:>6d}"
+                    f" {gov.last_move_after_change_s:>9.1f} {gov.min_move_gap_s * 1e3:>10.0f}  "
                     + ("PASS" if not failed else "FAIL: " + ", ".join(failed)))
         lines.append(row)
     return "\n".join(lines)
