@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -30,7 +29,8 @@ sys.path.insert(0, str(REPO))
 
 from edge_roofline.governor.eval import (evaluate, format_evaluation, format_summary,  # noqa: E402
                                          load_scenario, shipped_scenarios)
-from edge_roofline.governor.eval.tables import RESULTS_FILE, format_results_file  # noqa: E402
+from edge_roofline.governor.eval.tables import (RESULTS_FILE, format_results_file, llm_section,  # noqa: E402
+                                               source_commit, with_llm_section)
 
 
 def _evaluate(job: tuple[str, int]):
@@ -42,18 +42,6 @@ def _evaluate(job: tuple[str, int]):
         scenario = replace(scenario, seed=seed, name=f"{Path(scenario.name).stem}@seed{seed}")
     evaluation = evaluate(scenario)
     return evaluation, time.perf_counter() - start
-
-
-def commit() -> str:
-    """The commit the numbers came from, marked when the tree had changes (or why none is known)."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-
-    try:
-        head = git("rev-parse", "--short=12", "HEAD")
-        return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
 
 
 def main() -> int:
@@ -84,8 +72,10 @@ def main() -> int:
     if args.write_results:
         command = shlex.join(["python", "benchmarks/bench_governor_eval.py", *sys.argv[1:]])
         date_utc = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        (REPO / RESULTS_FILE).write_text(format_results_file(evaluations, command=command, commit=commit(),
-                                                             date_utc=date_utc, details=True))
+        path = REPO / RESULTS_FILE
+        kept = llm_section(path.read_text()) if path.exists() else ""  # the language models' runs stay
+        path.write_text(with_llm_section(format_results_file(evaluations, command=command, commit=source_commit(REPO),
+                                                             date_utc=date_utc, details=True), kept))
         print(f"wrote {RESULTS_FILE}")
     return 0
 

@@ -65,3 +65,17 @@ def test_the_file_holds_the_summary_and_each_run(short_run):
     assert f"```text\n{format_summary([short_run])}\n```" in text
     assert f"```text\n{format_evaluation(short_run)}\n```" in text
     assert f"{int(short_run.passed)}/1 runs meet every criterion" in text
+
+
+def test_the_language_models_section_is_replaced_not_repeated_and_survives_the_bench():
+    from edge_roofline.governor.eval.tables import LLM_SECTION_END, LLM_SECTION_START, llm_section, with_llm_section
+
+    first = f"{LLM_SECTION_START}\nrun 1\n{LLM_SECTION_END}"
+    second = f"{LLM_SECTION_START}\nrun 2\n{LLM_SECTION_END}"
+    text = with_llm_section("# results\n\nsummary\n", first)
+    assert llm_section(text) == first
+    again = with_llm_section(text, second)
+    assert again.count(LLM_SECTION_START) == 1 and "run 2" in again and "run 1" not in again
+    # The bench rewrites the file and keeps the section it found.
+    assert llm_section(with_llm_section("# results\n\nnew summary\n", llm_section(again))) == second
+    assert with_llm_section("# results\n", "") == "# results\n"
