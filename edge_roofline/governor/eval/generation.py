@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         repo = Path.cwd()  # run from the repository root, as the bench is
         path = repo / RESULTS_FILE
         if not path.parent.is_dir():
-            print(f"error: no {path.parent} here; run --write-results from the repository root")
+            print(f"error: no {path.parent} here; write the results from the repository root")
             return 2
         command = shlex.join(["python", "-m", "edge_roofline.governor.eval.generation",
                               *(argv if argv is not None else sys.argv[1:])])
