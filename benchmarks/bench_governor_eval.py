@@ -19,7 +19,6 @@ import argparse
 import shlex
 import sys
 import time
-from datetime import datetime, timezone
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +29,7 @@ sys.path.insert(0, str(REPO))
 from edge_roofline.governor.eval import (evaluate, format_evaluation, format_summary,  # noqa: E402
                                          load_scenario, shipped_scenarios)
 from edge_roofline.governor.eval.tables import (RESULTS_FILE, format_results_file, llm_section,  # noqa: E402
-                                               source_commit, with_llm_section)
+                                               generated_stamp, with_llm_section)
 
 
 def _evaluate(job: tuple[str, int]):
@@ -71,10 +70,10 @@ def main() -> int:
           + ", ".join(f"{t:.0f}" for _, t in results) + " s)")
     if args.write_results:
         command = shlex.join(["python", "benchmarks/bench_governor_eval.py", *sys.argv[1:]])
-        date_utc = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        commit, date_utc = generated_stamp(REPO)
         path = REPO / RESULTS_FILE
         kept = llm_section(path.read_text()) if path.exists() else ""  # the language models' runs stay
-        path.write_text(with_llm_section(format_results_file(evaluations, command=command, commit=source_commit(REPO),
+        path.write_text(with_llm_section(format_results_file(evaluations, command=command, commit=commit,
                                                              date_utc=date_utc, details=True), kept))
         print(f"wrote {RESULTS_FILE}")
     return 0

@@ -297,9 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import shlex
     import sys
-    from datetime import datetime, timezone
 
-    from .tables import RESULTS_FILE, source_commit, with_llm_section
+    from .tables import RESULTS_FILE, generated_stamp, with_llm_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+")
@@ -323,8 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         command = shlex.join(["python", "-m", "edge_roofline.governor.eval.generation",
                               *(argv if argv is not None else sys.argv[1:])])
-        section = results_section(tables, command, source_commit(repo),
-                                  datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        section = results_section(tables, command, *generated_stamp(repo))
         path.write_text(with_llm_section(path.read_text() if path.exists() else "", section))
         print(f"wrote {RESULTS_FILE}")
     return 0

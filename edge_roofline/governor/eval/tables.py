@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .policies import POLICIES
@@ -83,6 +84,11 @@ def format_results_file(evaluations: list[Evaluation], *, command: str, commit: 
         for ev in evaluations:
             parts += ["```text", format_evaluation(ev), "```", ""]
     return "\n".join(parts).rstrip() + "\n"
+
+
+def generated_stamp(repo: Path) -> tuple[str, str]:
+    """(the commit, the UTC date) a results file says its numbers came from."""
+    return source_commit(repo), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def source_commit(repo: Path) -> str:
