@@ -45,6 +45,8 @@ class StreamStatus:
     window_samples: int
     input_rate_hz: float  # measured (NaN before enough samples)
     met: bool  # measured percentile <= target (False while unmeasured)
+    inferences: int = 0  # every inference judged since the stream started ...
+    inferences_over_target: int = 0  # ... and those over its target (a move's transient included)
 
 
 class PowerWindow:
@@ -203,4 +205,5 @@ class Stream:
         return StreamStatus(self.name, self.model_id, self.model_note, self.active, self.config.target_latency_ms,
                             self.config.percentile, measured, predicted_latency_s, predicted_latency_std_s,
                             violations, samples, rate,
-                            bool(math.isfinite(measured) and measured <= self.config.target_latency_s))
+                            bool(math.isfinite(measured) and measured <= self.config.target_latency_s),
+                            self.inferences, self.late)

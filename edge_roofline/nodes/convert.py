@@ -122,7 +122,8 @@ def stream_state_msg(status: StreamStatus, *, stats_topic: str, binding: bool) -
         active=status.active, target_latency_ms=status.target_latency_ms, target_percentile=status.percentile,
         measured_latency_ms=status.measured_latency_s * 1e3, predicted_latency_ms=status.predicted_latency_s * 1e3,
         predicted_latency_std_ms=status.predicted_latency_std_s * 1e3, violation_rate=status.violation_rate,
-        window_samples=status.window_samples, input_rate_hz=status.input_rate_hz, met=status.met, binding=binding)
+        window_samples=status.window_samples, input_rate_hz=status.input_rate_hz, met=status.met,
+        inferences=status.inferences, inferences_over_target=status.inferences_over_target, binding=binding)
 
 
 def governor_state_msg(decision: Decision, config: GovernorConfig, *, mode: str, model_id: str, model_note: str,

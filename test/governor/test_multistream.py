@@ -154,3 +154,19 @@ def test_a_slow_stream_still_fills_its_window(tmp_path):
     llm = next(s for s in decisions[-1].streams if s.name == "llm")
     assert llm.active and llm.window_samples >= gov.config.min_window_samples and llm.met
     assert gov.energy.has_energy and platform.current != platform.found
+
+
+def test_each_stream_counts_its_inferences_and_misses_since_start(tmp_path):
+    # The window forgets; the counters do not: 40 det inferences, 7 over its 25 ms target, and
+    # an implausible reading that is neither (it is a sensor fault, not an inference).
+    gov, platform, clock = make(tmp_path)
+    t = clock.now_s()
+    for k in range(40):
+        t += 1 / 30
+        gov.observe_inference(0.040 if k % 6 == 0 else 0.010, t, stream="det")
+    gov.observe_inference(float("nan"), t, stream="det")
+    gov.observe_inference(0.020, t, stream="seg")
+    clock.advance(40 / 30)
+    status = {s.name: s for s in gov.step(clock.now_s()).streams}
+    assert (status["det"].inferences, status["det"].inferences_over_target) == (40, 7)
+    assert (status["seg"].inferences, status["seg"].inferences_over_target) == (1, 0)
