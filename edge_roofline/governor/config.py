@@ -34,6 +34,7 @@ from edge_roofline.governor.settings import section_class, setting
 
 MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase
+LATENCIES = ("", "execution", "end_to_end")  # StreamConfig.latency
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 
@@ -139,6 +140,11 @@ class StreamConfig:
     # first token (end_to_end_ms) for prefill and time per output token (latency_ms) for decode,
     # so one generation node feeds two streams from one topic.
     phase: str = ""
+    # Which InferenceStats latency the target is on: execution (latency_ms, the backend's time) or
+    # end_to_end (end_to_end_ms, the frame's arrival to its outputs: the queue's wait included, what
+    # the queueing model predicts and what the robot sees); "" = end_to_end for prefill (time to
+    # first token), execution otherwise.
+    latency: str = ""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_]+", self.name or ""):
@@ -152,10 +158,17 @@ class StreamConfig:
         if self.phase not in PHASES:
             raise ConfigError(f"stream {self.name}: phase must be prefill or decode (or empty: every message), "
                               f"got {self.phase!r}")
+        if self.latency not in LATENCIES:
+            raise ConfigError(f"stream {self.name}: latency must be execution or end_to_end (or empty: end_to_end "
+                              f"for prefill, execution otherwise), got {self.latency!r}")
 
     @property
     def target_latency_s(self) -> float:
         return self.target_latency_ms / 1e3
+
+    @property
+    def judges_end_to_end(self) -> bool:
+        return self.latency == "end_to_end" or (not self.latency and self.phase == "prefill")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "StreamConfig":
@@ -258,7 +271,8 @@ class GovernorConfig:
                                            "constraint set until it publishes again")
     streams: tuple[StreamConfig, ...] = setting(
         (), "several workloads, each with its own target: a list of {name, target_latency_ms, percentile, "
-            "stats_topic, model, phase} (phase: prefill judges TTFT, decode TPOT, of one language model; "
+            "stats_topic, model, phase, latency} (phase: prefill judges TTFT, decode TPOT, of one language model; "
+            "latency: execution or end_to_end, the queue's wait included; "
             "node: YAML text or a YAML file's path, e.g. "
             "[{name: det, stats_topic: /det/inference/stats, target_latency_ms: 30}]); empty: one stream "
             "default on inference/stats with target_latency_ms, percentile and model; docs/governor_node.md",

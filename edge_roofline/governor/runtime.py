@@ -120,6 +120,7 @@ class GovernorRuntime:
             self.streams: tuple[StreamConfig, ...] = config.stream_configs
             overrides = {s.name: s.model or p["model"] for s in self.streams}
             self.phases = {s.name: s.phase for s in self.streams}
+            self.end_to_end = {s.name: s.judges_end_to_end for s in self.streams}
             self.models = {s.name: ModelFollower(analyzer(s.phase), override=overrides[s.name]) for s in self.streams}
             self.governor = Governor(self.platform, config,
                                      {s.name: analyzer(s.phase)(overrides[s.name]) if overrides[s.name] else None
@@ -190,13 +191,13 @@ class GovernorRuntime:
                       phase: str = "", end_to_end_s: float = math.nan) -> bool:
         """One InferenceStats of ``stream``: the model it serves, and its latency (None: a frame that
         never ran). True: over its target at a point not known to miss (step now: Governor.observe_inference).
-        A phase stream takes only its phase's steps (``phase``), and judges a prefill by its time to
-        first token (``end_to_end_s``), a decode step by its own time (time per output token)."""
+        A phase stream takes only its phase's steps (``phase``). A stream judged end to end
+        (StreamConfig.latency; a prefill's time to first token) is fed ``end_to_end_s``."""
         wanted = self.phases[stream]
         if wanted and phase != wanted:
             return False  # the other phase's step (or a frame): another stream's, or nobody's
         self.models[stream].observe(model_id)
-        if wanted == "prefill" and latency_s is not None:
+        if self.end_to_end[stream] and latency_s is not None:
             latency_s = end_to_end_s
         return latency_s is not None and self.governor.observe_inference(latency_s, now_s, stream=stream,
                                                                          model_id=model_id)

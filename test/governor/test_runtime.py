@@ -101,3 +101,22 @@ def test_a_stream_timeout_that_would_silence_every_stream_is_refused(monkeypatch
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
     with pytest.raises(ConfigError, match="stream_timeout_s must be > 0 s"):
         GovernorRuntime({**params(tmp_path), "stream_timeout_s": timeout_s}, SimClock(0.0), log=list().append)
+
+
+def test_a_stream_judged_end_to_end_counts_the_queue_wait(monkeypatch, tmp_path):
+    # det's frame ran 10 ms but answered 45 ms after it arrived: over its 30 ms target end to end
+    # (its `latency` key), under it by execution time (seg, the default).
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    streams = ("[{name: det, target_latency_ms: 30, latency: end_to_end},"
+               " {name: seg, target_latency_ms: 30}]")
+    runtime = GovernorRuntime({**params(tmp_path), "model": "", "streams": streams}, SimClock(0.0), log=list().append)
+    try:
+        assert runtime.observe_stats("det", "zoo:tiny_cnn", 0.010, 0.0, "", 0.045)
+        assert not runtime.observe_stats("seg", "zoo:tiny_cnn", 0.010, 0.0, "", 0.045)
+        assert not runtime.observe_stats("det", "zoo:tiny_cnn", 0.010, 0.1, "", 0.020)
+        assert runtime.governor.streams["det"].late == 1 and runtime.governor.streams["seg"].late == 0
+    finally:
+        runtime.close()
+    with pytest.raises(ConfigError, match="stream det: latency must be execution or end_to_end.*got 'e2e'"):
+        GovernorRuntime({**params(tmp_path), "model": "", "streams": "[{name: det, target_latency_ms: 30, latency: e2e}]"},
+                        SimClock(0.0), log=list().append)
