@@ -34,6 +34,10 @@ from edge_roofline.governor.settings import section_class, setting
 
 MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase
+# A prefill stream's sample is a whole request's first token (one every few seconds for long
+# answers): two of them calibrate its mean, where a frame stream waits for min_calibration_samples
+# (otherwise every move clears them first and its prior's uncertainty holds the device at MAXN).
+PREFILL_CALIBRATION_SAMPLES = 2
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 
@@ -156,6 +160,18 @@ class StreamConfig:
     @property
     def target_latency_s(self) -> float:
         return self.target_latency_ms / 1e3
+
+    @property
+    def engine(self) -> str:
+        """The phase streams of one language model share it (their stats topic; phase streams
+        without one are taken as one model's): they take turns, never contend, and are silent
+        between requests together. "" for a stream that is no phase."""
+        return f"phases of {self.stats_topic or 'one model'}" if self.phase else ""
+
+    def calibration_samples(self, min_calibration_samples: int) -> int:
+        """Samples at one point before its mean calibrates (PREFILL_CALIBRATION_SAMPLES)."""
+        return min(min_calibration_samples, PREFILL_CALIBRATION_SAMPLES) if self.phase == "prefill" \
+            else min_calibration_samples
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "StreamConfig":
