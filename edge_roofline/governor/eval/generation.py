@@ -10,9 +10,10 @@ target); ``oracle`` (per phase, in hindsight: the least-energy prefill point dur
 decode point during decodes and, beside a detector, a point for the detector alone between
 requests; switched at every phase change with the board's own settle times;
 generation_oracle.py; where that spends more than the best static point meeting every target,
-measured, the oracle stays at that point: switching did not pay); ``governor``. Result: energy per output token (the board's whole energy
-over the run, idle between requests and the detector included, over the tokens generated) and
-each target's p95 and share of samples over it.
+measured, the oracle stays at that point: switching did not pay); ``governor``. Result: energy
+per output token (the board's whole energy over the run, idle between requests and the
+detector included, over the tokens generated) and each target's p95 and share of samples over
+it.
 """
 
 from __future__ import annotations
