@@ -96,3 +96,22 @@ def test_a_detector_key_unknown_or_a_model_not_in_the_zoo_is_refused_by_name():
         GenerationScenario(**BESIDE, detector={"rate_hz": 30})
     with pytest.raises(ConfigError, match="detector model 'yolo_huge' is not in the zoo"):
         GenerationScenario(**BESIDE, detector={"model": "yolo_huge"})
+
+
+def test_the_oracle_stays_at_the_best_static_point_where_switching_misses_or_does_not_pay(monkeypatch):
+    from edge_roofline.governor.eval import generation
+    from edge_roofline.governor.eval.generation_sim import Run
+
+    sc = GenerationScenario(**BESIDE)
+    runs = {}  # policy: (energy J, TPOT samples): the per-phase schedule cheaper but its moves miss TPOT
+    monkeypatch.setattr(generation, "hindsight", lambda s: {})
+    monkeypatch.setattr(generation, "simulate", lambda s, policy, points: Run(
+        policy, energy_j=runs[policy][0], tokens=10, ttft_s=[0.001] * 100, tpot_s=runs[policy][1], points={"p": policy}))
+    runs.update(maxn=(10.0, [0.001] * 100), best_static=(6.0, [0.001] * 100), governor=(6.0, [0.001] * 100),
+                oracle=(5.0, [0.001] * 90 + [0.003] * 10))
+    by = {r.policy: r for r in evaluate(sc)}
+    assert (by["oracle"].energy_j, by["oracle"].points) == (6.0, {"p": "best_static"})
+    runs["oracle"] = (7.0, [0.001] * 100)  # meets every target, but switching did not pay
+    assert {r.policy: r for r in evaluate(sc)}["oracle"].energy_j == 6.0
+    runs["oracle"] = (5.0, [0.001] * 100)  # meets every target and saves: kept
+    assert {r.policy: r for r in evaluate(sc)}["oracle"].points == {"p": "oracle"}
