@@ -8,7 +8,8 @@ that point, timed by the virtual board there, with MAXN's roof to compare.
 import sys
 from pathlib import Path
 
-from edge_roofline.governor.eval.generation import decoder_costs, load_generation_scenario, simulate
+from edge_roofline.governor.eval.generation import load_generation_scenario, simulate
+from edge_roofline.governor.eval.generation_sim import decoder_costs
 from edge_roofline.governor.points import clocks_ceilings, effective_clocks
 from edge_roofline.roofline.ceilings import max_clock_preset, preset_ceilings
 from edge_roofline.roofline.charts import phase_roofline_chart

@@ -1,6 +1,8 @@
 """``edge-roofline governor-eval SCENARIO``: the governor against static policies and a hindsight
 oracle on the virtual Jetson, closed loop on simulated time (SIMULATION). SCENARIO is a YAML
-file or the name of one in config/scenarios/ (see docs/governor.md)."""
+file or the name of one in config/scenarios/ or config/scenarios/llm/ (see docs/governor.md). A
+language model's scenario (one that sets ``prompt_tokens``) runs governor-eval's generation mode
+(governor/eval/generation.py): energy per output token and every target's samples."""
 
 NAME = "governor-eval"
 HELP = "evaluate the governor closed-loop on the virtual Jetson against static policies and an oracle (SIMULATION)"
@@ -11,13 +13,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a PNG: latency vs target, power, operating points "
                                                        "(governor vs MAXN)")
+    parser.add_argument("--seeds", type=int, default=1, metavar="N",
+                        help="a language model's scenario: run every policy over seeds 0..N-1 (default 1)")
 
 
 def run(args) -> int:
     import json
 
-    from edge_roofline.governor.eval import evaluate, format_evaluation, load_scenario
+    from edge_roofline.governor.eval.generation import is_generation_scenario
 
+    from edge_roofline.governor.eval import evaluate, format_evaluation, load_scenario
+    from edge_roofline.governor.eval.scenario import resolve_scenario_path
+
+    path = resolve_scenario_path(args.scenario)
+    if is_generation_scenario(path):
+        return run_generation(args, path)
     evaluation = evaluate(load_scenario(args.scenario))
     print(format_evaluation(evaluation))
     if args.json:
@@ -27,6 +37,20 @@ def run(args) -> int:
     if args.plot:
         plot(evaluation, args.plot)
         print(f"wrote {args.plot}")
+    return 0
+
+
+def run_generation(args, path) -> int:
+    from edge_roofline.governor.eval.generation import evaluate, load_generation_scenario, table
+    from edge_roofline.governor.eval.scenario import ScenarioError
+
+    if args.json or args.plot:
+        raise ScenarioError(f"{path.name} is a language model's scenario: --json and --plot are not built for "
+                            f"those yet; drop them (the table holds every number)")
+    if args.seeds < 1:
+        raise ScenarioError(f"--seeds must be >= 1, got {args.seeds}")
+    sc = load_generation_scenario(path)
+    print(table(sc, evaluate(sc, tuple(range(args.seeds)))))
     return 0
 
 

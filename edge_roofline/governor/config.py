@@ -35,6 +35,10 @@ from edge_roofline.governor.settings import section_class, setting
 MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase
 LATENCIES = ("", "execution", "end_to_end")  # StreamConfig.latency
+# A prefill stream's sample is a whole request's first token (one every few seconds for long
+# answers): two of them calibrate its mean, where a frame stream waits for min_calibration_samples
+# (otherwise every move clears them first and its prior's uncertainty holds the device at MAXN).
+PREFILL_CALIBRATION_SAMPLES = 2
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 
@@ -169,6 +173,18 @@ class StreamConfig:
     @property
     def judges_end_to_end(self) -> bool:
         return self.latency == "end_to_end" or (not self.latency and self.phase == "prefill")
+
+    @property
+    def engine(self) -> str:
+        """The phase streams of one language model share it (their stats topic; phase streams
+        without one are taken as one model's): they take turns, never contend, and are silent
+        between requests together. "" for a stream that is no phase."""
+        return f"phases of {self.stats_topic or 'one model'}" if self.phase else ""
+
+    def calibration_samples(self, min_calibration_samples: int) -> int:
+        """Samples at one point before its mean calibrates (PREFILL_CALIBRATION_SAMPLES)."""
+        return min(min_calibration_samples, PREFILL_CALIBRATION_SAMPLES) if self.phase == "prefill" \
+            else min_calibration_samples
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "StreamConfig":

@@ -258,8 +258,8 @@ class Governor:
         # A mean needs fewer samples than a percentile: once another stream has a full window,
         # a slower one calibrates on fewer samples and does not hold every exploration back.
         one_full = any(w is not None for w in windows.values())
-        cal_windows = {s.name: windows[s.name] or (s.calibration_window(cfg.min_calibration_samples) if one_full
-                                                   else None) for s in self.streams.values()}
+        cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
+            cfg.min_calibration_samples)) if one_full else None) for s in self.streams.values()}
         power_w = self._power.mean_w(now_s - cfg.window_s)
 
         def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,
@@ -356,7 +356,10 @@ class Governor:
         """Streams silent beyond ``Stream.silence_limit_s`` leave the constraint set; verdicts
         older than their age are dropped (the point may be tried again)."""
         for s in self.streams.values():
-            if now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
+            # A language model's phases leave together, with its requests: a decode stream is
+            # silent between answers by nature (StreamConfig.engine).
+            engine = [o for o in self.streams.values() if s.config.engine and o.config.engine == s.config.engine]
+            if all(now_s - o.last_seen_s > o.silence_limit_s(self.config.stream_timeout_s) for o in engine or [s]):
                 self.stream_left(s.name)
         self.findings.missed.expire(now_s)
 

@@ -5,7 +5,11 @@ Contention (what it assumes): the GPU is time-sliced between processes, so while
 runs, the other streams' kernels take the GPU for the share of time they keep it busy,
 ``U = sum_j rate_j x gpu_time_j`` (their predicted GPU time at that point). Stream ``i``'s GPU
 part stretches by ``1 / (1 - U)`` (processor sharing); its host part (launches, the CPU-side
-constant) does not. With one stream ``U = 0`` and nothing changes. The DLA and the EMC are not
+constant) does not. With one stream ``U = 0`` and nothing changes. The phase streams of one language model
+(``StreamConfig.phase`` on one stats topic) take turns on one engine: they never contend with
+each other, and a decode phase issues its next step as the last one ends, so its share (near 1
+while a long answer streams) is the model being busy, not a queue that grows: it stretches the
+other streams but is not held under ``MAX_UTILISATION``. The DLA and the EMC are not
 modelled as separate queues: DRAM traffic slows a stream only through the measured calibration,
 and total utilisation above ``MAX_UTILISATION`` makes a point infeasible. Each stream's own input
 queue (waiting behind its previous inference) is priced on its contended latency (queueing.py).
@@ -49,15 +53,24 @@ class StreamLoad:
     gpu_time_s: float  # the GPU part of that latency
     rate_hz: float  # inferences per second (capped by what the point sustains)
     predictor: Predictor | PointwisePredictor
+    engine: str = ""  # phase streams of one language model share it (their stats topic); "" none
+    phase: str = ""  # StreamConfig.phase
 
 
 def contention(loads: list[StreamLoad]) -> tuple[list[float], float]:
-    """Per stream, the factor its GPU part stretches by; and the total GPU utilisation. A stream
-    whose share is unknown (learned by measuring, nothing measured yet) adds none: a NaN here
-    would make every stream's prediction NaN, and keep its own first window from calibrating."""
+    """Per stream, the factor its GPU part stretches by; and the GPU utilisation held under
+    MAX_UTILISATION (decode phases left out: see the module's docstring). A stream whose share
+    is unknown (learned by measuring, nothing measured yet) adds none: a NaN here would make
+    every stream's prediction NaN, and keep its own first window from calibrating."""
     shares = [min(share, 1.0) if math.isfinite(share := s.rate_hz * s.gpu_time_s) else 0.0 for s in loads]
-    total = sum(shares)
-    return [1.0 / (1.0 - min(total - own, MAX_CONTENTION)) for own in shares], total
+
+    def others(i: int) -> float:
+        me = loads[i]
+        return sum(share for j, (share, s) in enumerate(zip(shares, loads))
+                   if j != i and not (me.engine and s.engine == me.engine))
+
+    total = sum(share for share, s in zip(shares, loads) if s.phase != "decode")
+    return [1.0 / (1.0 - min(others(i), MAX_CONTENTION)) for i in range(len(loads))], total
 
 
 def contended(load: StreamLoad, stretch: float) -> tuple[float, float]:
@@ -136,11 +149,17 @@ class JointEnergy:
 
 
 def stream_loads(point: OperatingPoint, streams: list[tuple[Stream, StreamWindow | None]]) -> list[StreamLoad]:
-    """Each stream alone at ``point``, at its measured rate (else the last one its predictor saw)."""
+    """Each stream alone at ``point``, at its measured rate, else the rate of its last inferences
+    (a phase stream gives one time to first token per request: too few for a window at one
+    point for a long while, but its rate does not depend on the point), else the last rate its
+    predictor saw."""
     loads = []
     for s, window in streams:
-        solo = s.predictor.predict(point, window.rate_hz if window is not None else None)
-        loads.append(StreamLoad(s.name, solo, s.predictor.gpu_time_s(point), solo.input_rate_hz, s.predictor))
+        rate_hz = window.rate_hz if window is not None else s.calibrated_rate_hz or \
+            (1.0 / s.last_gap_s if s.last_gap_s > 0 else None)
+        solo = s.predictor.predict(point, rate_hz)
+        loads.append(StreamLoad(s.name, solo, s.predictor.gpu_time_s(point), solo.input_rate_hz, s.predictor,
+                                engine=s.config.engine, phase=s.config.phase))
     return loads
 
 

@@ -21,3 +21,28 @@ def test_cli_prints_simulation_table_and_writes_json_and_plot(tmp_path, capsys):
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["governor-eval", str(tmp_path / "missing.yaml")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_cli_runs_a_language_model_scenario_by_its_content_in_the_same_table(tmp_path, capsys):
+    from edge_roofline.cli import main
+    scenario = tmp_path / "chat.yaml"
+    scenario.write_text("device: agx_orin_64gb\nrequest_rate_hz: 4\nprompt_tokens: 32\noutput_tokens: 8\n"
+                        "ttft_ms: 10\ntpot_ms: 2\nduration_s: 3\n"
+                        "model: {hidden: 128, layers: 2, heads: 2, vocab: 1024, max_positions: 256}\n")
+    assert main(["governor-eval", str(scenario)]) == 0
+    text = capsys.readouterr().out
+    assert "chat (agx_orin_64gb, prompt 32, 8 tokens out" in text and "SIMULATION" in text
+    assert "| policy | mJ / output token | vs MAXN | vs oracle | TTFT p95 ms" in text
+    for policy in ("maxn", "best_static", "oracle", "governor"):
+        assert f"| {policy} |" in text
+    assert main(["governor-eval", str(scenario), "--json", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "language model's scenario: --json and --plot are not built" in err
+
+
+def test_a_shipped_language_model_scenario_is_found_by_name():
+    from edge_roofline.governor.eval.generation import is_generation_scenario
+    from edge_roofline.governor.eval.scenario import resolve_scenario_path
+    path = resolve_scenario_path("agx_chat_detector")
+    assert path.parent.name == "llm" and is_generation_scenario(path)
+    assert not is_generation_scenario(resolve_scenario_path("agx_steady"))

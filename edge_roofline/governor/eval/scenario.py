@@ -326,11 +326,12 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
 
 
 def resolve_scenario_path(name_or_path: str | Path) -> Path:
-    """A path as given, else a scenario name in config/scenarios/ (with or without .yaml)."""
+    """A path as given, else a scenario name in config/scenarios/ or its llm/ (language models),
+    with or without .yaml."""
     path = Path(name_or_path)
     if path.is_file():
         return path
-    for directory in scenario_dirs():
+    for directory in [d for top in scenario_dirs() for d in (top, top / "llm")]:
         for candidate in (directory / path.name, directory / f"{path.name}.yaml"):
             if candidate.is_file():
                 return candidate
@@ -345,6 +346,7 @@ def scenario_dirs() -> list[Path]:
 
 
 def shipped_scenarios() -> list[str]:
+    """The multi-stream and single-stream scenarios (the language models' are in llm/)."""
     dirs = scenario_dirs()
     return sorted(p.stem for p in dirs[0].glob("*.yaml")) if dirs else []
 

@@ -57,6 +57,10 @@ def test_a_scenario_key_unknown_or_a_bad_value_is_refused_by_name(tmp_path):
 def test_shipped_llm_scenarios_load():
     from pathlib import Path
     paths = sorted((Path(__file__).parents[3] / "config" / "scenarios" / "llm").glob("*.yaml"))
-    assert len(paths) == 9
-    devices = {load_generation_scenario(p).device for p in paths}
-    assert devices == {"agx_orin_64gb", "orin_nano_8gb", "agx_thor_t5000"}
+    assert len(paths) == 11
+    scenarios = [load_generation_scenario(p) for p in paths]
+    assert {sc.device for sc in scenarios} == {"agx_orin_64gb", "orin_nano_8gb", "agx_thor_t5000"}
+    # the language model beside a 30 Hz detector on AGX Orin and Thor
+    beside = {sc.device: sc.detector for sc in scenarios if sc.detector}
+    assert set(beside) == {"agx_orin_64gb", "agx_thor_t5000"}
+    assert all(d.input_rate_hz == 30 for d in beside.values())
