@@ -199,18 +199,24 @@ def results_section(tables: list[str], command: str, commit: str, date_utc: str)
                       "\n\n".join(tables), "", LLM_SECTION_END])
 
 
+def _table(scenario, seeds: tuple[int, ...]) -> str:
+    return table(scenario, evaluate(scenario, seeds))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m edge_roofline.governor.eval.generation [--seeds N] [--write-results] SCENARIO.yaml ...``:
+    """``python -m edge_roofline.governor.eval.generation [--seeds N] [--jobs J] [--write-results] SCENARIO.yaml ...``:
     a table each (``--write-results``: also into the results file's language models section)."""
     import argparse
     import shlex
     import sys
+    from concurrent.futures import ProcessPoolExecutor
 
     from .tables import RESULTS_FILE, generated_stamp, with_llm_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+")
     parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios evaluated in parallel (processes)")
     parser.add_argument("--write-results", action="store_true", help=f"also write the tables into {RESULTS_FILE}")
     args = parser.parse_args(argv)
     try:
@@ -219,9 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}")
         return 2
     tables = []
-    for sc in scenarios:
-        tables.append(table(sc, evaluate(sc, tuple(range(args.seeds)))))
-        print(tables[-1], end="\n\n", flush=True)
+    seeds = tuple(range(args.seeds))
+    with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        for done in pool.map(_table, scenarios, [seeds] * len(scenarios)):
+            tables.append(done)
+            print(done, end="\n\n", flush=True)
     if args.write_results:
         repo = Path.cwd()  # run from the repository root, as the bench is
         path = repo / RESULTS_FILE
