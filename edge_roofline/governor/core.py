@@ -369,7 +369,8 @@ class Governor:
                       measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above)
+                      step_above=self.dominance.step_above,
+                      probes=frozenset(self.dominance.probes(found.met, found.measured | found.missed.names())))
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
