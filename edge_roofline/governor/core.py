@@ -366,7 +366,8 @@ class Governor:
         fastest = self.dominance.fastest
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
+                      measured=frozenset(found.measured | found.missed.names() | found.missed_once),
+                      provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above,

@@ -1,14 +1,18 @@
 """Probes of axes the measurements have not isolated (issue 28): while every measured point
 shares one EMC clock, or the EMC clock moved only together with others, the model's memory term
 is its prior; one step down that axis from a point measured to meet the targets is tried where
-the model's uncertainty allows, and measured, it isolates the axis."""
+the model's uncertainty allows, and measured, it isolates the axis. A point that missed is not
+explored again once its verdict expires."""
 
+from edge_roofline.governor import core
 from edge_roofline.governor.points import effective_clocks
 from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
 from edge_roofline.governor.rules import Dominance
+from edge_roofline.governor.states import State
 from edge_roofline.platforms.base import OperatingPoint
 
-from .fake_law import DEVICE, drive, law_power_w
+from .fake_law import DEVICE, drive, law_latency_s, law_power_w
+from .test_governor import make
 from .test_rules import grid, launch_bound_governor, launch_bound_latency_s
 
 LIMIT_S = 0.010
@@ -83,3 +87,33 @@ def test_a_launch_bound_law_finds_the_low_emc_clock_its_prior_overstates(tmp_pat
     best = min(energy_j(p) for p in grid() if launch_bound_latency_s(p) * 1.05 <= target_s * 0.95)
     assert effective_clocks(DEVICE, platform.current).emc_freq_hz < DEVICE.emc_max_freq_hz, platform.current.name
     assert energy_j(platform.current) <= 1.05 * best, platform.current.name
+
+
+def test_a_point_that_missed_is_not_explored_again_when_its_verdict_expires(tmp_path, monkeypatch):
+    # The verdict's age lets a point back where the model predicts it meets; an exploration of
+    # it (the model unsure) would only pay the miss again (thor_tight: the same step down
+    # missed at 2.5 s and at 22.7 s).
+    gov, platform, clock = make(tmp_path)
+    drive(gov, platform, clock, 40.0)
+    below = sorted({p.name for p in gov.candidates} - gov.findings.measured - gov.dominance.unbeatable)[0]
+    gov._apply(next(p for p in gov.candidates if p.name == below), clock.now_s())
+    gov.state = State.EXPLORING
+    # Every inference there late, each stepped on at once (as the node does): the point is
+    # left on the evidence, before a window of it is measured.
+    while platform.current.name == below:
+        clock.advance(0.025)
+        lat_s = law_latency_s(platform.current) * 5.0
+        if gov.observe_inference(lat_s, clock.now_s()):
+            gov.step(clock.now_s())
+    assert below in gov.findings.missed and below not in gov.findings.measured
+    drive(gov, platform, clock, 20.0 + 15.0)  # the verdict's age (verdict_ttl_s) and some
+    assert below not in gov.findings.missed
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return choose(*args, **kwargs)
+
+    monkeypatch.setattr(core, "choose", spy)
+    drive(gov, platform, clock, 12.0)
+    assert below in seen["measured"]
