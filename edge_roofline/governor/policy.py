@@ -62,8 +62,11 @@ class StreamPrediction:
 
     def may_meet(self) -> bool:
         """The point meets the target if its latency is PROBE_SIGMAS model uncertainties under
-        the prediction (where a term of the model is unidentified, that uncertainty is wide)."""
-        return self._fits(max(self.latency_s - PROBE_SIGMAS * self.latency_std_s, 1e-9))
+        the prediction (where a term of the model is unidentified, that uncertainty is wide),
+        and at the predicted latency the input queue stays bounded: a miss there costs a few
+        late inferences, not a queue that grows until the escape."""
+        return (self.latency_s * self.input_rate_hz <= MAX_UTILISATION
+                and self._fits(max(self.latency_s - PROBE_SIGMAS * self.latency_std_s, 1e-9)))
 
     def closeness(self) -> float:
         """The predicted percentile over the limit (under 1: predicted to meet it)."""

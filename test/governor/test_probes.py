@@ -68,6 +68,10 @@ def test_a_probe_is_tried_within_the_uncertainty_the_likeliest_to_meet_first():
     assert choose([best, far], best, probes=frozenset({"far"}), **options).prediction is best
     dear = point("dear", 10.5, 11.0, latency_std_ms=1.0)
     assert choose([best, dear], best, probes=frozenset({"dear"}), **options).prediction is best
+    # at the predicted latency the input queue would grow without bound (11 ms at 90 Hz): not tried
+    queue = JointPrediction(OperatingPoint("queue"), (StreamPrediction("default", 11e-3, 1e-3, 90.0, LIMIT_S, 1.0),),
+                            9.0, 0.09)
+    assert choose([best, queue], best, probes=frozenset({"queue"}), **options).prediction is best
     # a miss being escaped: no probe
     assert not choose([best, wide], best, probes=frozenset({"wide"}),
                       **{**options, "violations": {"default": 1.2}}).exploring
