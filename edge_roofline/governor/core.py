@@ -367,12 +367,15 @@ class Governor:
                 state: State) -> Choice:
         found = self.findings
         fastest = self.dominance.fastest
+        tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
+                      measured=frozenset(tried),
+                      provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above)
+                      step_above=self.dominance.step_above,
+                      probes=frozenset(self.dominance.probes(found.met, tried)))
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""

@@ -18,6 +18,9 @@ class Findings:
     missed: Misses = None  # type: ignore[assignment]
     met: set[str] = field(default_factory=set)  # measured to meet every target under it
     near: set[str] = field(default_factory=set)  # ... every target, not every limit (target x (1 - margin))
+    # missed under it, verdict expired or not: not explored again (an expired verdict lets the
+    # point back only where the model predicts it meets, as any point)
+    missed_once: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.missed is None:
@@ -26,6 +29,7 @@ class Findings:
     def forget_verdicts(self) -> None:
         """A new target: what each point measured still holds, not whether it met the targets."""
         self.missed.clear()
+        self.missed_once.clear()
         self.met.clear()
         self.near.clear()
 
@@ -33,7 +37,7 @@ class Findings:
         """The verdicts a change of the work cannot overturn: a point that missed misses slower
         work too; one that met (inside the margin or not) meets faster work."""
         if slower:
-            return Findings(self.verdict_ttl_s, missed=self.missed.copy())
+            return Findings(self.verdict_ttl_s, missed=self.missed.copy(), missed_once=set(self.missed_once))
         return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near))
 
     def kept_for_targets(self, before, after) -> "Findings | None":
@@ -51,7 +55,8 @@ class Findings:
         return kept
 
     def copy(self) -> "Findings":
-        return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near))
+        return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near),
+                        set(self.missed_once))
 
 
 class MixMemory:

@@ -116,6 +116,7 @@ class Learned:
             # It rules out every point it dominates; itself too, unless nowhere is faster (the
             # choice never drops an unbeatable point).
             self.findings.missed.rule_out(point.name, now_s)
+            self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
             return violations
         if point.name in unbeatable:

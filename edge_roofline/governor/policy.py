@@ -21,6 +21,10 @@ MAX_UTILISATION = 0.95
 # A step down one axis is tried while its predicted percentile is within this many times the
 # model's demonstrated error of the limit (the error it made at the points it has visited).
 DESCENT_ERRORS = 2.0
+# A probe down an axis the measurements have not isolated is tried while its predicted latency
+# is within this many of the prediction's standard deviations of meeting every target (a one-
+# sided ~98 % bound: the model's term for that axis is little more than its prior there).
+PROBE_SIGMAS = 2.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,18 @@ class StreamPrediction:
         """The point may meet the target if the model is as wrong here as it has been."""
         return self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
 
+    def may_meet(self) -> bool:
+        """The point meets the target if its latency is PROBE_SIGMAS model uncertainties under
+        the prediction (where a term of the model is unidentified, that uncertainty is wide),
+        and at the predicted latency the input queue stays bounded: a miss there costs a few
+        late inferences, not a queue that grows until the escape."""
+        return (self.latency_s * self.input_rate_hz <= MAX_UTILISATION
+                and self._fits(max(self.latency_s - PROBE_SIGMAS * self.latency_std_s, 1e-9)))
+
+    def closeness(self) -> float:
+        """The predicted percentile over the limit (under 1: predicted to meet it)."""
+        return self.percentile_s() / self.limit_s
+
     def meets(self, optimistic: bool = False) -> bool:
         """Predicted percentile under the limit and the input rate sustainable; ``optimistic``
         drops the model uncertainty (a point that may meet the target)."""
@@ -77,6 +93,14 @@ class JointPrediction:
 
     def within_model_error(self) -> bool:
         return self.gpu_utilisation <= MAX_UTILISATION and all(s.within_model_error() for s in self.streams)
+
+    def may_meet(self) -> bool:
+        return self.gpu_utilisation <= MAX_UTILISATION and all(s.may_meet() for s in self.streams)
+
+    @property
+    def closeness(self) -> float:
+        """The stream furthest over its limit by the prediction: its percentile over its limit."""
+        return max((s.closeness() for s in self.streams), default=0.0)
 
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)
@@ -100,7 +124,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
            hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
            provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
            step_below: Callable[[str], set[str]] | None = None, near: frozenset[str] = frozenset(),
-           step_above: Callable[[str], set[str]] | None = None) -> Choice:
+           step_above: Callable[[str], set[str]] | None = None, probes: frozenset[str] = frozenset()) -> Choice:
     """``violations``: per stream that missed, its measured percentile over its limit; only
     points predicted faster for that stream than the current one by that factor qualify.
     ``measured``: names of points already measured under this workload (not explored again).
@@ -114,7 +138,10 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
     (explored) from the best point while the model may be wrong about them.
     ``near``: points measured to meet every target but not every limit (the margin);
-    ``step_above``: the points one step above a point on a single axis, tried from those."""
+    ``step_above``: the points one step above a point on a single axis, tried from those.
+    ``probes``: the points one step below a ``met`` point on an axis the measurements have not
+    isolated (rules.Dominance.probes): one of them is tried where the model's uncertainty
+    says it may meet every target."""
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:
@@ -166,6 +193,17 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         if steps:
             pick = min(steps, key=lambda p: p.power_w)
             return Choice(pick, "exploring one step down from the best point", True, True)
+        # An axis no two measured points differ on alone: the model's term for it is a prior
+        # (every measured point shares its clock, or it moved only with others), and the model
+        # may be wrong there by more than its error so far shows. One step down that axis from
+        # a point measured to meet the targets, where the model's own uncertainty says it may
+        # meet them too and may save energy: of those, the likeliest to meet. Measured, it isolates
+        # the axis (no second probe on it); a miss is caught early and rules it out.
+        tries = [p for p in pool if p.point.name in probes and p.point.name not in measured
+                 and p.power_w - p.power_std_w < best.power_w and p.may_meet()] if not violations else []
+        if tries:
+            pick = min(tries, key=lambda p: (p.closeness, p.power_w))
+            return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)
     if violations:
         worst = max(violations, key=violations.get)
         where = f" ({worst})" if len(current.streams) > 1 else ""

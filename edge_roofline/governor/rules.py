@@ -36,6 +36,7 @@ class Dominance:
     def __init__(self, device: DeviceSpec | None, points: list[OperatingPoint]) -> None:
         self.points = list(points)
         n = len(self.points)
+        keys = None
         if device is None:  # outside the catalogue: no clock tables, no order between points
             self.above = [[] for _ in range(n)]
         else:
@@ -46,6 +47,7 @@ class Dominance:
             self.above = [[j for j in range(n) if j != i and keys[j][0] == keys[i][0]
                            and all(a >= b for a, b in zip(keys[j][1], keys[i][1]))] for i in range(n)]
         self._index = {p.name: i for i, p in enumerate(self.points)}
+        self._keys = keys
         # One step down and up from each point: per axis (a clock or the cores), the nearest
         # candidate below (above) it on that axis alone.
         self.one_below: list[set[int]] = [set() for _ in range(n)]
@@ -83,6 +85,24 @@ class Dominance:
         elsewhere): slower in one clock only, so they draw less power."""
         i = self._index.get(name)
         return set() if i is None else {self.points[j].name for j in self.one_below[i]}
+
+    def probes(self, met: set[str], measured: set[str]) -> set[str]:
+        """The points one step below a ``met`` point on an axis along which no two ``measured``
+        points differ alone: there the model's term for that axis has never been isolated from
+        the others (a fit can put its time anywhere), and one such step, measured, isolates it."""
+        if self._keys is None:
+            return set()
+        keys = [self._keys[self._index[n]] for n in measured if n in self._index]
+        isolated = {differ[0] for a in keys for b in keys if a[0] == b[0]
+                    and len(differ := [k for k in range(4) if a[1][k] != b[1][k]]) == 1}
+        out = set()
+        for name in met:
+            i = self._index.get(name)
+            for j in self.one_below[i] if i is not None else ():
+                axis = next(k for k in range(4) if self._keys[j][1][k] != self._keys[i][1][k])
+                if axis not in isolated:
+                    out.add(self.points[j].name)
+        return out
 
     def step_above(self, name: str) -> set[str]:
         """The candidates one step above ``name`` on a single axis: at least as fast anywhere."""
