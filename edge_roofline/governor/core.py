@@ -34,6 +34,7 @@ from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
+from .verdicts import unaffordable_miss
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -205,8 +206,7 @@ class Governor:
             self._workload_changed(s)
 
     def _new_target(self, forget_mixes: bool = True) -> None:
-        """What each point measured still holds, but not whether it met the targets:
-        exploration starts again."""
+        """What each point measured still holds, not whether it met the targets: exploring again."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
         self.findings.forget_verdicts()
@@ -322,17 +322,23 @@ class Governor:
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        choice = self._choose(preds, current, violations, state)
+        choice = self._choose(preds, current, violations, state, self._explore_left > 0)
+        settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
+        safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
+        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe):
+            choice = self._choose(preds, current, violations, state, explore=False)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold
         if target == self.current:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
             else Transition.IMPROVE
+        backlog = [s.name for s in active if s.late_now]  # its queue drains: no move for energy meanwhile
+        if transition is not Transition.ESCAPE and backlog:
+            return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in self.findings.met):
             why = unpaid(current, choice.prediction, choice.exploring,
-                         max(cfg.expected_dwell_s, now_s - self._workload_since_s),
-                         self.learned.settle.of(domains_changed(self.device, self.current, target)))
+                         max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
             if why:
                 return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
@@ -361,11 +367,11 @@ class Governor:
         self.findings.missed.expire(now_s)
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State) -> Choice:
+                state: State, explore: bool) -> Choice:
         found = self.findings
         fastest = self.dominance.fastest
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
-                      explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
+                      explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
                       measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),

@@ -21,7 +21,7 @@ from .config import StreamConfig
 from .model_follow import ModelGate
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
-from .queueing import Measured, QueueShape, measure
+from .queueing import TAIL_SHARE, Measured, QueueShape, measure
 from .verdicts import misses_target
 
 
@@ -98,6 +98,7 @@ class Stream:
         self.latencies: deque[tuple[float, float]] = deque()
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
+        self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -132,12 +133,17 @@ class Stream:
         """What the governor holds the stream's percentile under: its target less the margin."""
         return self.config.target_latency_s * (1.0 - margin)
 
+    def rate_hz(self) -> float:
+        """Its input rate: the calibrated one, else from the last gap (0 before the second)."""
+        if self.calibrated_rate_hz and math.isfinite(self.calibrated_rate_hz):
+            return self.calibrated_rate_hz
+        return 1.0 / self.last_gap_s if self.last_gap_s > 0 else 0.0
+
     def silence_limit_s(self, stream_timeout_s: float) -> float:
         """How long this stream may be silent and still count as publishing: its period is the
         calibrated rate's, else the last gap between two inferences (none before the second)."""
-        rate_hz = self.calibrated_rate_hz
-        period_s = 1.0 / rate_hz if rate_hz and math.isfinite(rate_hz) else self.last_gap_s
-        return max(stream_timeout_s, SILENT_PERIODS * period_s)
+        rate_hz = self.rate_hz()
+        return max(stream_timeout_s, SILENT_PERIODS / rate_hz if rate_hz > 0 else 0.0)
 
     def window(self, now_s: float, window_s: float, min_samples: int) -> StreamWindow | None:
         """The samples of the last ``window_s``; a stream too slow to give ``min_samples`` in
@@ -180,7 +186,13 @@ class Stream:
 
     def note_inference(self, latency_s: float) -> None:
         self.inferences += 1
-        self.late += latency_s > self.config.target_latency_s
+        self.late_now = latency_s > self.config.target_latency_s
+        self.late += self.late_now
+
+    def late_budget(self) -> float:
+        """The late inferences this stream may still have while at most TAIL_SHARE of all it has
+        run are late (what its target promises): what a move that may miss can spend."""
+        return TAIL_SHARE * self.inferences - self.late
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
