@@ -132,7 +132,7 @@ class Governor:
         self.move.learn(s.name, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
-        s.latencies.append((timestamp_s, float(latency_s)))
+        s.add_judged(timestamp_s, latency_s)
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:

@@ -42,6 +42,10 @@ MAX_WAIT_SCALE = 20.0
 VISIBLE_WAIT_REL = 0.05
 _MIN_SAMPLES = 4  # fewer service times say nothing about their spread
 _MIN_TAIL_SAMPLES = 3  # a tail quantile is learned from windows with this many samples beyond it
+# A latency this many times the typical one at a point is an outlier (jitter is a few percent):
+# it, and the inferences queued behind it until the latency is back under this, are one burst.
+OUTLIER_RATIO = 2.0
+TYPICAL_MEMORY = 0.05  # each latency outside a burst moves the typical one this share of the way
 # At most this share of a stream's inferences may end past its target (what governor-eval
 # scores, issue #6): the tail beyond the percentile, the part queueing stretches most.
 TAIL_SHARE = 0.01
@@ -83,21 +87,83 @@ def waiting_percentile_s(service_s: float, rate_hz: float, shape: QueueShape, pe
     return mean_wait_s / rho * math.log(rho / q)
 
 
-def tail_percentile(percentile: float) -> float:
-    """The percentile that at most TAIL_SHARE of inferences exceed (never below ``percentile``)."""
-    return max(percentile, 100.0 * (1.0 - TAIL_SHARE))
+def tail_percentile(percentile: float, share: float = TAIL_SHARE) -> float:
+    """The percentile that at most ``share`` of inferences exceed (never below ``percentile``)."""
+    return max(percentile, 100.0 * (1.0 - share))
 
 
 def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,
-                         percentile: float, tail: bool = False) -> float:
-    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile)``):
-    the service-time percentile while waiting is rare (low utilisation), Kingman's tail as the
-    input period nears the service time."""
+                         percentile: float, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
+    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile,
+    tail_share)``): the service-time percentile while waiting is rare (low utilisation),
+    Kingman's tail as the input period nears the service time."""
     if tail:
-        percentile = tail_percentile(percentile)
+        percentile = tail_percentile(percentile, tail_share)
     wait_s = waiting_percentile_s(service_s, rate_hz, shape, percentile)
     scale = shape.tail_wait_scale if tail else shape.wait_scale
     return max(service_s * jitter_ratio, service_s + scale * wait_s)
+
+
+@dataclass(frozen=True)
+class Bursts:
+    """Rare slow inferences (a preempted thread, a neighbour's blip, in bursts) and the backlog
+    each leaves in the queue, as measured: how often one starts per inference, and the largest
+    backlog seen, in service times. Neither moments nor a window's percentiles price them: one
+    burst every few thousand inferences makes every inference queued behind it late while the
+    backlog drains, at ``1 - utilisation`` of the input rate. So a point near saturation, where
+    a burst's backlog drains slowly, is priced by the share of inferences bursts make late."""
+
+    events: int = 0  # backlogs that started and drained
+    inferences: int = 0  # judged, over every point
+    excess: float = 0.0  # the largest backlog seen: peak latency / typical latency - 1
+
+    def late_share(self, service_s: float, rate_hz: float, target_s: float, self_paced: bool = False) -> float:
+        """The share of inferences bursts make late at a mean service time ``service_s``: per
+        burst, the outlier itself and every input that arrives while the backlog (``excess``
+        service times, draining at ``1 - rho``) is beyond the target's slack."""
+        if not self.events:
+            return 0.0
+        rho = service_s * rate_hz
+        if not self_paced and rho >= 1.0:
+            return math.inf
+        over_s = self.excess * service_s - (target_s - service_s)
+        if over_s <= 0.0:
+            return 0.0
+        late = 1.0 if self_paced else 1.0 + over_s / (1.0 - rho) * rate_hz
+        return self.events / max(self.inferences, 1) * late
+
+
+class BurstMeter:
+    """Finds bursts in one stream's judged latencies as they come: a latency at least
+    OUTLIER_RATIO x the typical one at the current point starts a backlog, which has drained at
+    the next latency under that (``reset`` at a move: another point, another typical latency)."""
+
+    def __init__(self) -> None:
+        self.bursts = Bursts()
+        self._typical_s = math.nan  # a running mean of the latencies outside backlogs
+        self._peak_s = 0.0  # of the backlog going on (0: none)
+
+    def reset(self) -> None:
+        """Another point: a backlog going on ends here (the move cut it short)."""
+        self._close()
+        self._typical_s = math.nan
+
+    def add(self, latency_s: float) -> None:
+        b = self.bursts
+        self.bursts = replace(b, inferences=b.inferences + 1)
+        if not math.isfinite(self._typical_s):
+            self._typical_s = latency_s
+        elif latency_s >= OUTLIER_RATIO * self._typical_s:
+            self._peak_s = max(self._peak_s, latency_s)
+        else:
+            self._close()
+            self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
+
+    def _close(self) -> None:
+        if self._peak_s > 0.0:
+            b = self.bursts
+            self.bursts = replace(b, events=b.events + 1, excess=max(b.excess, self._peak_s / self._typical_s - 1.0))
+            self._peak_s = 0.0
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from .config import StreamConfig
 from .model_follow import ModelGate
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
-from .queueing import TAIL_SHARE, Measured, QueueShape, measure
+from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
 from .verdicts import misses_target
 
 
@@ -104,6 +104,7 @@ class Stream:
         self.active = False
         self.jitter_ratio = 1.0  # service-time percentile / mean
         self.queue = QueueShape()  # its input queue, as measured (queueing.py)
+        self.bursts = BurstMeter()  # rare slow inferences and their backlogs (queueing.py)
         # How far off the predictor was at the points it had not measured yet (a running mean
         # of |measured / predicted - 1| at each point's first window).
         self.model_rel_error = 0.0
@@ -188,6 +189,13 @@ class Stream:
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
+
+    def add_judged(self, timestamp_s: float, latency_s: float) -> None:
+        """An inference judged at the current point (the first one since a move: a new point)."""
+        if not self.latencies:
+            self.bursts.reset()
+        self.latencies.append((timestamp_s, float(latency_s)))
+        self.bursts.add(float(latency_s))
 
     def late_budget(self) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of all it has
