@@ -322,21 +322,22 @@ class Governor:
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        choice = self._choose(preds, current, violations, state, self._explore_left > 0)
+        met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
+        choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
         settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
         safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
         if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe):
-            choice = self._choose(preds, current, violations, state, explore=False)  # verdicts.py: the late budget
+            choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold
         if target == self.current:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
             else Transition.IMPROVE
-        backlog = [s.name for s in active if s.late_now]  # its queue drains: no move for energy meanwhile
-        if transition is not Transition.ESCAPE and backlog:
+        backlog = [s.name for s in active if s.late_now]  # its queue drains: no move to less power meanwhile
+        if transition is not Transition.ESCAPE and backlog and not choice.prediction.power_w > current.power_w:
             return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
-        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in self.findings.met):
+        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
             why = unpaid(current, choice.prediction, choice.exploring,
                          max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
             if why:
@@ -367,14 +368,13 @@ class Governor:
         self.findings.missed.expire(now_s)
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State, explore: bool) -> Choice:
-        found = self.findings
-        fastest = self.dominance.fastest
+                state: State, explore: bool, met: frozenset[str]) -> Choice:
+        found, fastest = self.findings, self.dominance.fastest
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
                       measured=frozenset(found.measured | found.missed.names()), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
-                      met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
+                      met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:

@@ -57,6 +57,12 @@ class StreamPrediction:
         return self.percentile_s(latency_s) <= self.limit_s and left > 0 and \
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
 
+    def bursts_fit(self) -> bool:
+        """The bursts seen make less than TAIL_SHARE of inferences late here (a point measured to
+        meet its percentile before a burst was seen is no longer taken to meet it otherwise)."""
+        return self.bursts.late_share(self.latency_s, self.input_rate_hz, self.target_s,
+                                      self.queue.self_paced) < TAIL_SHARE
+
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""
         return self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
@@ -82,6 +88,9 @@ class JointPrediction:
 
     def within_model_error(self) -> bool:
         return self.gpu_utilisation <= MAX_UTILISATION and all(s.within_model_error() for s in self.streams)
+
+    def bursts_fit(self) -> bool:
+        return all(s.bursts_fit() for s in self.streams)
 
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)

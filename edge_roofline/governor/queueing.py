@@ -113,7 +113,7 @@ class Bursts:
     backlog drains, at ``1 - utilisation`` of the input rate. So a point near saturation, where
     a burst's backlog drains slowly, is priced by the share of inferences bursts make late."""
 
-    events: int = 0  # backlogs that started and drained
+    events: int = 0  # backlogs seen
     inferences: int = 0  # judged, over every point
     excess: float = 0.0  # the largest backlog seen: peak latency / typical latency - 1
 
@@ -135,35 +135,32 @@ class Bursts:
 
 class BurstMeter:
     """Finds bursts in one stream's judged latencies as they come: a latency at least
-    OUTLIER_RATIO x the typical one at the current point starts a backlog, which has drained at
-    the next latency under that (``reset`` at a move: another point, another typical latency)."""
+    OUTLIER_RATIO x the typical one at the current point starts a backlog, priced from its first
+    sample on (its size as it grows: the point that cannot drain it is left while it lasts), and
+    it has drained at the next latency under that, or at a move (``reset``: another point,
+    another typical latency)."""
 
     def __init__(self) -> None:
         self.bursts = Bursts()
         self._typical_s = math.nan  # a running mean of the latencies outside backlogs
-        self._peak_s = 0.0  # of the backlog going on (0: none)
+        self._in_backlog = False
 
     def reset(self) -> None:
-        """Another point: a backlog going on ends here (the move cut it short)."""
-        self._close()
         self._typical_s = math.nan
+        self._in_backlog = False
 
     def add(self, latency_s: float) -> None:
-        b = self.bursts
-        self.bursts = replace(b, inferences=b.inferences + 1)
+        b = replace(self.bursts, inferences=self.bursts.inferences + 1)
         if not math.isfinite(self._typical_s):
             self._typical_s = latency_s
         elif latency_s >= OUTLIER_RATIO * self._typical_s:
-            self._peak_s = max(self._peak_s, latency_s)
+            b = replace(b, events=b.events + (not self._in_backlog),
+                        excess=max(b.excess, latency_s / self._typical_s - 1.0))
+            self._in_backlog = True
         else:
-            self._close()
+            self._in_backlog = False
             self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
-
-    def _close(self) -> None:
-        if self._peak_s > 0.0:
-            b = self.bursts
-            self.bursts = replace(b, events=b.events + 1, excess=max(b.excess, self._peak_s / self._typical_s - 1.0))
-            self._peak_s = 0.0
+        self.bursts = b
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ def test_the_meter_finds_each_backlog_and_its_size():
         meter.add(lat * 1e-3)
     assert (meter.bursts.events, meter.bursts.inferences) == (2, 51)
     assert meter.bursts.excess == pytest.approx(20.0 / 4.0 - 1.0)
-    meter.add(30e-3)  # a backlog going on when the governor moves ...
-    meter.reset()
-    assert meter.bursts.events == 3  # ... was one: the move cut it short
-    meter.add(8e-3)  # another point: its own typical latency
+    meter.add(30e-3)  # a backlog is priced from its first sample, at its size so far
+    assert meter.bursts.events == 3 and meter.bursts.excess == pytest.approx(30.0 / 4.0 - 1.0, rel=0.05)
+    meter.reset()  # a move: another point, its own typical latency
+    meter.add(8e-3)
     meter.add(10e-3)
     assert meter.bursts.events == 3
 
@@ -53,4 +53,4 @@ def test_a_point_whose_bursts_would_make_too_many_inferences_late_is_refused():
                              bursts=meter.bursts)
         # The price is conservative (the largest backlog seen) and not wildly so
         assert true_share <= predicted + 1e-3 and (predicted < 10 * true_share + 2e-3)
-        assert s.meets() == (true_share <= TAIL_SHARE), (utilisation, true_share, predicted)
+        assert s.meets() == s.bursts_fit() == (true_share <= TAIL_SHARE), (utilisation, true_share, predicted)
