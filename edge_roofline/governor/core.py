@@ -127,7 +127,7 @@ class Governor:
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return False
-        s.note_inference(latency_s)
+        s.note_inference(latency_s, timestamp_s)
         start_s = timestamp_s - latency_s
         self.move.learn(s.name, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
@@ -326,7 +326,7 @@ class Governor:
         choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
         settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
         safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
-        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe):
+        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s):
             choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold

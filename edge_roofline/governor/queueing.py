@@ -119,18 +119,16 @@ class Bursts:
 
     def late_share(self, service_s: float, rate_hz: float, target_s: float, self_paced: bool = False) -> float:
         """The share of inferences bursts make late at a mean service time ``service_s``: per
-        burst, the outlier itself and every input that arrives while the backlog (``excess``
-        service times, draining at ``1 - rho``) is beyond the target's slack."""
-        if not self.events:
+        burst, every input that arrives while the backlog (``excess`` service times, draining at
+        ``1 - rho``) is beyond the target's slack. (The slow inferences themselves are late
+        wherever their own latency is: no point is chosen for them.)"""
+        if not self.events or self_paced:  # self-paced: nothing queues behind a slow one
             return 0.0
         rho = service_s * rate_hz
-        if not self_paced and rho >= 1.0:
+        if rho >= 1.0:
             return math.inf
         over_s = self.excess * service_s - (target_s - service_s)
-        if over_s <= 0.0:
-            return 0.0
-        late = 1.0 if self_paced else 1.0 + over_s / (1.0 - rho) * rate_hz
-        return self.events / max(self.inferences, 1) * late
+        return self.events / max(self.inferences, 1) * max(over_s, 0.0) / (1.0 - rho) * rate_hz
 
 
 class BurstMeter:

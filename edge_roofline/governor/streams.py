@@ -99,6 +99,7 @@ class Stream:
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
+        self.late_at_s: deque[float] = deque()  # when the late ones finished (the late budget's window)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -185,10 +186,12 @@ class Stream:
             return self.measured_percentile_s(window)
         return None if calibration is None else float(calibration.latencies_s.max())
 
-    def note_inference(self, latency_s: float) -> None:
+    def note_inference(self, latency_s: float, timestamp_s: float = 0.0) -> None:
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
+        if self.late_now:
+            self.late_at_s.append(timestamp_s)
 
     def add_judged(self, timestamp_s: float, latency_s: float) -> None:
         """An inference judged at the current point (the first one since a move: a new point)."""
@@ -197,10 +200,13 @@ class Stream:
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s))
 
-    def late_budget(self) -> float:
-        """The late inferences this stream may still have while at most TAIL_SHARE of all it has
-        run are late (what its target promises): what a move that may miss can spend."""
-        return TAIL_SHARE * self.inferences - self.late
+    def late_budget(self, now_s: float, window_s: float) -> float:
+        """The late inferences this stream may still have while at most TAIL_SHARE of its
+        inferences over any ``window_s`` are late (what its target promises; a stream that has
+        just started borrows from the window ahead): what a move that may miss can spend."""
+        while self.late_at_s and self.late_at_s[0] < now_s - window_s:
+            self.late_at_s.popleft()
+        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that

@@ -13,9 +13,10 @@ never ruled out (``Misses.rule_out`` is not called for it: core.py).
 
 Finding a miss costs late inferences: those inside the move's transient, the ones that show it
 and those inside the transient of the move back. A stream's target promises at most TAIL_SHARE
-of its inferences late, so a move the model does not predict to meet every target (an
-exploration that may miss) is made only while every active stream's late budget (what it may
-still have late, ``Stream.late_budget``) covers what a miss would cost it (``miss_cost``).
+of its inferences over any ``late_window_s`` late, so a move the model does not predict to meet
+every target (an exploration that may miss) is made only while every active stream's late
+budget (what it may still have late, ``Stream.late_budget``) covers what a miss would cost it
+(``miss_cost``).
 """
 
 from __future__ import annotations
@@ -82,18 +83,20 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
     return 1 + MIN_EVENTS + 2 * rate_hz * settle_s
 
 
-def unaffordable_miss(pred, streams, settle_s: float, safe: set[str]) -> str:
+def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
-    has a late budget short of its ``miss_cost``."""
+    that may miss there has a late budget (over ``window_s``) short of its ``miss_cost``."""
     if pred.meets() or safe:
         return ""
     for s in streams:
+        if (mine := pred.stream(s.name)) is not None and mine.meets():
+            continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
         cost = miss_cost(s.rate_hz(), settle_s)
-        if s.late_budget() < cost:
-            return (f"holding: a miss would cost {s.name} {cost:.0f} late inference(s), "
-                    f"its late budget is {max(s.late_budget(), 0.0):.1f}")
+        budget = s.late_budget(now_s, window_s)
+        if budget < cost:
+            return f"a miss would cost {s.name} {cost:.0f} late inference(s), its late budget is {max(budget, 0.0):.1f}"
     return ""
 
 

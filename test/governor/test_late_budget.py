@@ -3,6 +3,10 @@ inferences late, so a move that may miss is made only while every stream can pay
 backlog that grows after a move is the point's, not the move's; and no move for energy is made
 while a stream's queue is still draining a late inference."""
 
+from dataclasses import replace
+
+import pytest
+
 import edge_roofline.governor.core as core
 from edge_roofline.governor.config import StreamConfig
 from edge_roofline.governor.moves import Move
@@ -16,35 +20,46 @@ from .test_moves import make
 
 
 class Prediction:
-    def __init__(self, meets: bool) -> None:
-        self._meets = meets
+    """A point's prediction: meets every target or not; ``met_by``: the streams that meet there."""
+
+    def __init__(self, meets: bool, met_by: tuple[str, ...] = ()) -> None:
+        self._meets, self.met_by = meets, met_by
 
     def meets(self) -> bool:
         return self._meets
 
+    def stream(self, name: str):
+        return Prediction(True) if name in self.met_by else None
 
-def stream(rate_hz: float, inferences: int, late: int) -> Stream:
+
+def stream(rate_hz: float, late: int) -> Stream:
+    """A stream at ``rate_hz`` with ``late`` late inferences, all at t = 0."""
     s = Stream(StreamConfig(name="s", target_latency_ms=10.0, percentile=95.0))
     s.calibrated_rate_hz = rate_hz
-    for k in range(inferences):
-        s.note_inference(0.02 if k < late else 0.005)
+    for k in range(100):
+        s.note_inference(0.02 if k < late else 0.005, 0.0)
     return s
 
 
 def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
     from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
-    assert stream(30.0, 1000, 4).late_budget() == TAIL_SHARE * 1000 - 4
+    s = stream(30.0, 4)
+    assert s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0 - 4)  # 1 % of a window's inferences
+    assert s.late_budget(31.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # the late ones left the window
     cost = miss_cost(30.0, 0.08)  # both transients' inferences, the one in flight, the ones that show it
     assert cost == 1 + 2 + 2 * 30.0 * 0.08
-    rich, poor = stream(30.0, 2000, 0), stream(30.0, 300, 0)  # budgets 20 and 3
-    assert unaffordable_miss(Prediction(False), [rich], 0.08, set()) == ""
-    why = unaffordable_miss(Prediction(False), [rich, poor], 0.08, set())
+    rich, poor = stream(30.0, 0), stream(30.0, 3)  # budgets 9 and 6 over 30 s
+    assert unaffordable_miss(Prediction(False), [rich], 0.08, set(), 1.0, 30.0) == ""
+    why = unaffordable_miss(Prediction(False), [rich, poor], 0.08, set(), 1.0, 30.0)
     assert "s" in why and "late budget" in why
     # a move predicted to meet every target, or faster than a point measured to, cannot miss
-    assert unaffordable_miss(Prediction(True), [poor], 0.08, set()) == ""
-    assert unaffordable_miss(Prediction(False), [poor], 0.08, {"met-point"}) == ""
-    # a faster stream pays more for the same transients
+    assert unaffordable_miss(Prediction(True), [poor], 0.08, set(), 1.0, 30.0) == ""
+    assert unaffordable_miss(Prediction(False), [poor], 0.08, {"met-point"}, 1.0, 30.0) == ""
+    # a stream predicted to meet its target there does not pay for another stream's miss
+    assert unaffordable_miss(Prediction(False, met_by=("s",)), [poor], 0.08, set(), 1.0, 30.0) == ""
+    # a faster stream pays more for the same transients, and has more to pay with
     assert miss_cost(250.0, 0.08) > miss_cost(30.0, 0.08)
+    assert stream(250.0, 0).late_budget(1.0, 30.0) > rich.late_budget(1.0, 30.0)
 
 
 def risky_choose(monkeypatch):
@@ -65,13 +80,12 @@ def risky_choose(monkeypatch):
 
 def test_the_governor_makes_no_move_that_may_miss_beyond_a_late_budget(tmp_path, monkeypatch):
     tried = risky_choose(monkeypatch)
-    gov, platform, clock = make(tmp_path, target_latency_ms=8.0)
+    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0)
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert tried, "the scripted choice never offered a point that may miss"
-    # 40 Hz for 3 s: a budget of about 1.2 late inferences, less than a miss costs
+    # 40 Hz over 5 s: a budget of 2 late inferences, less than a miss costs
     assert not any(d.applied and d.transition == Transition.EXPLORE for _, d in decisions)
-    s = gov.streams[next(iter(gov.streams))]
-    s.inferences += 10_000  # a long run on time: the budget covers a miss
+    gov.config = replace(gov.config, late_window_s=100.0)  # 40 late inferences over 100 s: a miss is paid
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert any(d.applied and d.transition == Transition.EXPLORE for _, d in decisions)
 
