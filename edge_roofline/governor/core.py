@@ -206,10 +206,12 @@ class Governor:
             self._workload_changed(s)
 
     def _new_target(self, forget_mixes: bool = True) -> None:
-        """What each point measured still holds, not whether it met the targets: exploring again."""
+        """Measurements hold, not verdicts: exploring again, each stream with a new late budget."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
         self.findings.forget_verdicts()
+        for s in self.streams.values():
+            s.late_at_s.clear()
         if forget_mixes:
             self.learned.mixes.clear()
 
@@ -360,8 +362,7 @@ class Governor:
                       choice.prediction, applied=True)
 
     def _expire(self, now_s: float) -> None:
-        """Streams silent beyond ``Stream.silence_limit_s`` leave the constraint set; verdicts
-        older than their age are dropped (the point may be tried again)."""
+        """Streams silent beyond ``Stream.silence_limit_s`` leave; verdicts past their age go."""
         for s in self.streams.values():
             if now_s - s.last_seen_s > s.silence_limit_s(self.config.stream_timeout_s):
                 self.stream_left(s.name)
@@ -403,8 +404,7 @@ class Governor:
         return ""
 
     def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
-        """Every candidate by name, each stream's latency made monotone in the clocks (rules.py),
-        and the current point's prediction."""
+        """Every candidate by name (latency monotone in the clocks, rules.py) and the current one."""
         loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
         by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
                                                                self.findings.measured)}
