@@ -132,7 +132,7 @@ class Governor:
         self.move.learn(s.name, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
-        s.add_judged(timestamp_s, latency_s)
+        s.add_judged(timestamp_s, latency_s, self.config.late_window_s)
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
@@ -336,10 +336,10 @@ class Governor:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
             else Transition.IMPROVE
-        backlog = [s.name for s in active if s.late_now]  # its queue drains: no move to less power meanwhile
-        if transition is not Transition.ESCAPE and backlog and not choice.prediction.power_w > current.power_w:
-            return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
+            backlog = [s.name for s in active if s.late_now]  # its queue drains first
+            if backlog:
+                return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
             why = unpaid(current, choice.prediction, choice.exploring,
                          max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
             if why:

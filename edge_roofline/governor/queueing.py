@@ -113,8 +113,8 @@ class Bursts:
     backlog drains, at ``1 - utilisation`` of the input rate. So a point near saturation, where
     a burst's backlog drains slowly, is priced by the share of inferences bursts make late."""
 
-    events: int = 0  # backlogs seen
-    inferences: int = 0  # judged, over every point
+    events: float = 0.0  # backlogs seen (each weighs less as it ages: BurstMeter)
+    inferences: float = 0.0  # judged, over every point (the same)
     excess: float = 0.0  # the largest backlog seen: peak latency / typical latency - 1
 
     def late_share(self, service_s: float, rate_hz: float, target_s: float, self_paced: bool = False) -> float:
@@ -133,32 +133,48 @@ class Bursts:
 
 class BurstMeter:
     """Finds bursts in one stream's judged latencies as they come: a latency at least
-    OUTLIER_RATIO x the typical one at the current point starts a backlog, priced from its first
-    sample on (its size as it grows: the point that cannot drain it is left while it lasts), and
-    it has drained at the next latency under that, or at a move (``reset``: another point,
-    another typical latency)."""
+    OUTLIER_RATIO x the typical one at the current point is in a backlog; the backlog is a
+    burst once it drains (an inference in it ran at a typical service time, the finish gap, or
+    the latency is back under that), priced from then on at the largest size it reached. A
+    backlog cut short by a move that never drained is not counted: it may have been a level (the
+    work got heavier), which the verdicts judge. ``reset``: another point, another typical
+    latency."""
 
     def __init__(self) -> None:
         self.bursts = Bursts()
         self._typical_s = math.nan  # a running mean of the latencies outside backlogs
-        self._in_backlog = False
+        self._peak_s = 0.0  # of the backlog going on (0: none)
+        self._counted = False  # ... counted as a burst (it drains)
+        self._last_s = -math.inf  # the last finish
 
     def reset(self) -> None:
-        self._typical_s = math.nan
-        self._in_backlog = False
+        self._typical_s, self._peak_s, self._counted = math.nan, 0.0, False
 
-    def add(self, latency_s: float) -> None:
-        b = replace(self.bursts, inferences=self.bursts.inferences + 1)
+    def add(self, latency_s: float, timestamp_s: float, memory_s: float) -> None:
+        """One judged latency, finished at ``timestamp_s``: what was counted before weighs
+        ``exp(-age / memory_s)`` (an episode of outliers does not price every point for ever)."""
+        gap_s = timestamp_s - self._last_s
+        keep = math.exp(-max(gap_s, 0.0) / memory_s) if math.isfinite(gap_s) else 1.0
+        self._last_s = max(self._last_s, timestamp_s)
+        self.bursts = replace(self.bursts, events=self.bursts.events * keep,
+                              inferences=self.bursts.inferences * keep + 1)
         if not math.isfinite(self._typical_s):
             self._typical_s = latency_s
         elif latency_s >= OUTLIER_RATIO * self._typical_s:
-            b = replace(b, events=b.events + (not self._in_backlog),
-                        excess=max(b.excess, latency_s / self._typical_s - 1.0))
-            self._in_backlog = True
+            self._peak_s = max(self._peak_s, latency_s)
+            if min(latency_s, gap_s) < OUTLIER_RATIO * self._typical_s:  # queued behind, served as usual
+                self._count()
         else:
-            self._in_backlog = False
+            if self._peak_s:
+                self._count()  # drained
+            self._peak_s, self._counted = 0.0, False
             self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
-        self.bursts = b
+
+    def _count(self) -> None:
+        b = self.bursts
+        self.bursts = replace(b, events=b.events + (not self._counted),
+                              excess=max(b.excess, self._peak_s / self._typical_s - 1.0))
+        self._counted = True
 
 
 @dataclass(frozen=True)

@@ -193,12 +193,13 @@ class Stream:
         if self.late_now:
             self.late_at_s.append(timestamp_s)
 
-    def add_judged(self, timestamp_s: float, latency_s: float) -> None:
-        """An inference judged at the current point (the first one since a move: a new point)."""
+    def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
+        """An inference judged at the current point (the first one since a move: a new point);
+        the bursts seen count for about ``memory_s``."""
         if not self.latencies:
             self.bursts.reset()
         self.latencies.append((timestamp_s, float(latency_s)))
-        self.bursts.add(float(latency_s))
+        self.bursts.add(float(latency_s), timestamp_s, memory_s)
 
     def late_budget(self, now_s: float, window_s: float) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of its
