@@ -14,9 +14,9 @@ never ruled out (``Misses.rule_out`` is not called for it: core.py).
 Finding a miss costs late inferences: those inside the move's transient, the ones that show it
 and those inside the transient of the move back. A stream's target promises at most TAIL_SHARE
 of its inferences over any ``late_window_s`` late, so a move the model does not predict to meet
-every target (an exploration that may miss) is made only while every active stream's late
-budget (what it may still have late, ``Stream.late_budget``) covers what a miss would cost it
-(``miss_cost``).
+every target (an exploration that may miss) is made only while every active stream that may
+miss there has a late budget (what it may still have late, ``Stream.late_budget``) that covers
+what a miss would cost it (``miss_cost``).
 """
 
 from __future__ import annotations
