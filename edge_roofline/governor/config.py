@@ -266,6 +266,8 @@ class GovernorConfig:
     settle_preset_s: float = setting(0.3, "added to a move's settle time when the nvpmodel preset changes")
     verdict_ttl_s: float = setting(20.0, "a point ruled out by misses is tried again after this (doubling per "
                                          "repeat)")
+    late_window_s: float = setting(30.0, "of a stream's inferences over any this long at most 1 % may be late: a move "
+                                         "that may miss is paid from that budget")
     expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long")
     dwell_s: float = setting(3.0, "minimum time at a point before an energy-driven move")
     hysteresis: float = setting(0.03, "move only for a predicted energy saving above this fraction")

@@ -2,8 +2,7 @@
 
 It holds several streams (networks) at once, each with its own latency target; one operating
 point must meet every active stream's target at the least module power (streams.py, joint.py).
-Time is injected (``clock``; every ``observe_*`` and ``step`` call carries its own timestamp),
-so the same core runs on wall time on a robot and on simulated time in tests.
+Time is injected (``clock``; each call carries its timestamp): wall time on a robot, simulated in tests.
 
 ``step`` is a state machine (states.py: the states, the named transitions and their order).
 Moving the board takes time: a sample whose inference started before the last move settled is
@@ -34,6 +33,7 @@ from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
+from .verdicts import unaffordable_miss
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -97,24 +97,21 @@ class Governor:
 
     # ---- crash recovery ----------------------------------------------------------------
     def record_found(self) -> None:
-        """The crash record: the point found and the platform's exact record of it (every cap
-        file as found), saved before the first change."""
+        """The crash record (the point found, every cap file as found), saved before the first change."""
         self.store.save(self.found, self.platform.found_record())
 
     # ---- inputs ------------------------------------------------------------------------
     def _stream(self, name: str | None) -> Stream:
-        """``name``; None, "" or DEFAULT_STREAM where no stream has that name: the only stream
-        (refused, naming them, where there are several)."""
+        """``name``; None, "" or an absent DEFAULT_STREAM: the only stream (refused where there are several)."""
         if name == DEFAULT_STREAM and name not in self.streams:
             name = None
         return self.streams[self.config.stream_name(name)]
 
     def observe_inference(self, latency_s: float, timestamp_s: float, stream: str = DEFAULT_STREAM,
                           model_id: str = "") -> bool:
-        """An inference of ``stream`` finished at ``timestamp_s`` (``model_id``: the model it ran,
-        if known). True: it was over its stream's target, is judged at the current point (it
-        started after the last move settled, on the model the governor was told) and the point
-        is not known to miss: a caller that steps on a timer steps at once."""
+        """An inference of ``stream`` (of ``model_id``, if known) finished at ``timestamp_s``. True:
+        over its target, judged at the current point (started after the last move settled, on the
+        model told) and the point not known to miss: a caller stepping on a timer steps at once."""
         s = self._stream(stream)
         s.note_seen(timestamp_s)
         if not s.active:
@@ -126,12 +123,12 @@ class Governor:
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return False
-        s.note_inference(latency_s)
+        s.note_inference(latency_s, timestamp_s)
         start_s = timestamp_s - latency_s
         self.move.learn(s.name, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
-        s.latencies.append((timestamp_s, float(latency_s)))
+        s.add_judged(timestamp_s, latency_s, self.config.late_window_s)
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:
@@ -205,11 +202,12 @@ class Governor:
             self._workload_changed(s)
 
     def _new_target(self, forget_mixes: bool = True) -> None:
-        """What each point measured still holds, but not whether it met the targets:
-        exploration starts again."""
+        """Measurements hold, not verdicts: exploring again, each stream with a new late budget."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
         self.findings.forget_verdicts()
+        for s in self.streams.values():
+            s.late_at_s.clear()
         if forget_mixes:
             self.learned.mixes.clear()
 
@@ -322,17 +320,24 @@ class Governor:
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        choice = self._choose(preds, current, violations, state)
+        met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
+        choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
+        settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
+        safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
+        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s):
+            choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold
         if target == self.current:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
             else Transition.IMPROVE
-        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in self.findings.met):
+        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
+            backlog = [s.name for s in active if s.late_now]  # its queue drains first
+            if backlog:
+                return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
             why = unpaid(current, choice.prediction, choice.exploring,
-                         max(cfg.expected_dwell_s, now_s - self._workload_since_s),
-                         self.learned.settle.of(domains_changed(self.device, self.current, target)))
+                         max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
             if why:
                 return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
@@ -353,29 +358,25 @@ class Governor:
                       choice.prediction, applied=True)
 
     def _expire(self, now_s: float) -> None:
-        """Streams silent beyond ``Stream.silence_limit_s`` leave the constraint set; verdicts
-        older than their age are dropped (the point may be tried again)."""
+        """Streams silent beyond ``Stream.silence_limit_s`` leave; verdicts past their age go."""
         for s in self.streams.values():
-            # A language model's phases leave together, with its requests: a decode stream is
-            # silent between answers by nature (StreamConfig.engine).
+            # A language model's phases leave together: decode is silent between answers (StreamConfig.engine).
             engine = [o for o in self.streams.values() if s.config.engine and o.config.engine == s.config.engine]
             if all(now_s - o.last_seen_s > o.silence_limit_s(self.config.stream_timeout_s) for o in engine or [s]):
                 self.stream_left(s.name)
         self.findings.missed.expire(now_s)
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State) -> Choice:
-        found = self.findings
-        fastest = self.dominance.fastest
+                state: State, explore: bool, met: frozenset[str]) -> Choice:
+        found, fastest = self.findings, self.dominance.fastest
         tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
-                      explore=self._explore_left > 0, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried),
-                      provisional=state in PROVISIONAL,
+                      explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
+                      measured=frozenset(tried), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
-                      met=frozenset(found.met), step_below=self.dominance.step_below, near=frozenset(found.near),
+                      met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above,
-                      probes=frozenset(self.dominance.probes(found.met, tried)))
+                      probes=frozenset(self.dominance.probes(met, tried)))
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
@@ -403,8 +404,7 @@ class Governor:
         return ""
 
     def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
-        """Every candidate by name, each stream's latency made monotone in the clocks (rules.py),
-        and the current point's prediction."""
+        """Every candidate by name (latency monotone in the clocks, rules.py) and the current one."""
         loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
         by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
                                                                self.findings.measured)}

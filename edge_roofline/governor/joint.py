@@ -174,7 +174,8 @@ def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindo
     for (s, _, limit_s), load, stretch in zip(streams, loads, stretches):
         latency_s, std_s = contended(load, stretch)
         preds.append(StreamPrediction(s.name, latency_s, std_s, load.rate_hz, limit_s, s.jitter_ratio,
-                                      s.model_rel_error, s.config.percentile, s.queue, s.config.target_latency_s))
+                                      s.model_rel_error, s.config.percentile, s.queue, s.config.target_latency_s,
+                                      s.bursts.bursts))
     # One stream alone is held by its own queue (StreamPrediction.meets).
     return JointPrediction(point, tuple(preds), power_w, power_std_w, utilisation if len(loads) > 1 else 0.0)
 

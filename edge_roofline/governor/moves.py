@@ -63,6 +63,7 @@ class Move:
     samples: dict[str, list[tuple[float, float]]] | None = field(default_factory=dict)
     backlog_until_s: dict[str, float] = field(default_factory=dict)  # stream: its samples of the move end here
     backlog_left: dict[str, int] = field(default_factory=dict)  # stream: samples queued behind them still owned
+    backlog_latency_s: dict[str, float] = field(default_factory=dict)  # stream: its last backlog sample's latency
 
     def settled_s(self) -> float:
         """When it settled (no domain changed: the governor's start, before any sample)."""
@@ -70,14 +71,18 @@ class Move:
 
     def owns(self, stream: str, start_s: float, timestamp_s: float) -> bool:
         """The sample is the move's: it started before the move settled, or it queued behind
-        one that did (the backlog a transient leaves, up to BACKLOG_SAMPLES of them: a point that
-        cannot keep up queues for ever, and that is its own)."""
+        one that did while that backlog drains (each latency below the one before it, up to
+        BACKLOG_SAMPLES of them): a point that cannot keep up queues for ever, and that is its own."""
         settled_s = self.settled_s()
         left = self.backlog_left.get(stream, BACKLOG_SAMPLES)
-        if start_s < settled_s or (start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0):
+        latency_s = timestamp_s - start_s
+        draining = latency_s < self.backlog_latency_s.get(stream, math.inf)
+        if start_s < settled_s or (start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0 and draining):
             self.backlog_left[stream] = left - (start_s >= settled_s)
             self.backlog_until_s[stream] = max(self.backlog_until_s.get(stream, -math.inf), timestamp_s)
+            self.backlog_latency_s[stream] = latency_s
             return True
+        self.backlog_left[stream] = 0  # the backlog has drained, or grows: what follows is the point's
         return False
 
     def learn(self, stream: str, start_s: float, latency_s: float, settle: "SettleTimes") -> None:

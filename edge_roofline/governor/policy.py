@@ -11,7 +11,7 @@ from typing import Callable
 
 from edge_roofline.platforms.base import OperatingPoint
 
-from .queueing import QueueShape, percentile_latency_s
+from .queueing import TAIL_SHARE, Bursts, QueueShape, percentile_latency_s
 
 # Several streams share the GPU: their GPU time per second together above this leaves one
 # stream starved (joint.py stretches each stream's GPU part by the others' share). One stream's
@@ -41,20 +41,31 @@ class StreamPrediction:
     percentile: float = 95.0  # the stream's target percentile
     queue: QueueShape = QueueShape()  # its measured service and arrival variability
     target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
+    bursts: Bursts = Bursts()  # its rare slow inferences, as measured
 
-    def percentile_s(self, latency_s: float | None = None, tail: bool = False) -> float:
+    def percentile_s(self, latency_s: float | None = None, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
         """The latency percentile with a mean service time ``latency_s`` (default: the
         predicted one) at this input rate, waiting in the stream's queue included; ``tail``:
-        the one at most TAIL_SHARE of inferences exceed."""
+        the one at most ``tail_share`` of inferences exceed."""
         latency_s = self.latency_s if latency_s is None else latency_s
-        return percentile_latency_s(latency_s, self.input_rate_hz, self.jitter_ratio, self.queue, self.percentile, tail)
+        return percentile_latency_s(latency_s, self.input_rate_hz, self.jitter_ratio, self.queue, self.percentile,
+                                    tail, tail_share)
 
     def _fits(self, latency_s: float, reach: float = 1.0) -> bool:
         """``latency_s``'s percentile, waiting included, under the limit x ``reach``, and at most
-        TAIL_SHARE of inferences over the target; the model's error reaches the service time
-        (``reach``) and, through it, the waiting."""
+        TAIL_SHARE of inferences over the target: those the bursts' backlogs make late, and the
+        tail's; the model's error reaches the service time (``reach``) and, through it, the
+        waiting."""
         latency_s /= reach
-        return self.percentile_s(latency_s) <= self.limit_s and self.percentile_s(latency_s, tail=True) <= self.target_s
+        left = TAIL_SHARE - self.bursts.late_share(latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
+        return self.percentile_s(latency_s) <= self.limit_s and left > 0 and \
+            self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
+
+    def bursts_fit(self) -> bool:
+        """The bursts seen make less than TAIL_SHARE of inferences late here (a point measured to
+        meet its percentile before a burst was seen is no longer taken to meet it otherwise)."""
+        return self.bursts.late_share(self.latency_s, self.input_rate_hz, self.target_s,
+                                      self.queue.self_paced) < TAIL_SHARE
 
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""
@@ -101,6 +112,9 @@ class JointPrediction:
     def closeness(self) -> float:
         """The stream furthest over its limit by the prediction: its percentile over its limit."""
         return max((s.closeness() for s in self.streams), default=0.0)
+
+    def bursts_fit(self) -> bool:
+        return all(s.bursts_fit() for s in self.streams)
 
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)

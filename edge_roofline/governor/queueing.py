@@ -42,6 +42,10 @@ MAX_WAIT_SCALE = 20.0
 VISIBLE_WAIT_REL = 0.05
 _MIN_SAMPLES = 4  # fewer service times say nothing about their spread
 _MIN_TAIL_SAMPLES = 3  # a tail quantile is learned from windows with this many samples beyond it
+# A latency this many times the typical one at a point is an outlier (jitter is a few percent):
+# it, and the inferences queued behind it until the latency is back under this, are one burst.
+OUTLIER_RATIO = 2.0
+TYPICAL_MEMORY = 0.05  # each latency outside a burst moves the typical one this share of the way
 # At most this share of a stream's inferences may end past its target (what governor-eval
 # scores, issue #6): the tail beyond the percentile, the part queueing stretches most.
 TAIL_SHARE = 0.01
@@ -83,21 +87,94 @@ def waiting_percentile_s(service_s: float, rate_hz: float, shape: QueueShape, pe
     return mean_wait_s / rho * math.log(rho / q)
 
 
-def tail_percentile(percentile: float) -> float:
-    """The percentile that at most TAIL_SHARE of inferences exceed (never below ``percentile``)."""
-    return max(percentile, 100.0 * (1.0 - TAIL_SHARE))
+def tail_percentile(percentile: float, share: float = TAIL_SHARE) -> float:
+    """The percentile that at most ``share`` of inferences exceed (never below ``percentile``)."""
+    return max(percentile, 100.0 * (1.0 - share))
 
 
 def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,
-                         percentile: float, tail: bool = False) -> float:
-    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile)``):
-    the service-time percentile while waiting is rare (low utilisation), Kingman's tail as the
-    input period nears the service time."""
+                         percentile: float, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
+    """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile,
+    tail_share)``): the service-time percentile while waiting is rare (low utilisation),
+    Kingman's tail as the input period nears the service time."""
     if tail:
-        percentile = tail_percentile(percentile)
+        percentile = tail_percentile(percentile, tail_share)
     wait_s = waiting_percentile_s(service_s, rate_hz, shape, percentile)
     scale = shape.tail_wait_scale if tail else shape.wait_scale
     return max(service_s * jitter_ratio, service_s + scale * wait_s)
+
+
+@dataclass(frozen=True)
+class Bursts:
+    """Rare slow inferences (a preempted thread, a neighbour's blip, in bursts) and the backlog
+    each leaves in the queue, as measured: how often one starts per inference, and the largest
+    backlog seen, in service times. Neither moments nor a window's percentiles price them: one
+    burst every few thousand inferences makes every inference queued behind it late while the
+    backlog drains, at ``1 - utilisation`` of the input rate. So a point near saturation, where
+    a burst's backlog drains slowly, is priced by the share of inferences bursts make late."""
+
+    events: float = 0.0  # backlogs seen (each weighs less as it ages: BurstMeter)
+    inferences: float = 0.0  # judged, over every point (the same)
+    excess: float = 0.0  # the largest backlog seen: peak latency / typical latency - 1
+
+    def late_share(self, service_s: float, rate_hz: float, target_s: float, self_paced: bool = False) -> float:
+        """The share of inferences bursts make late at a mean service time ``service_s``: per
+        burst, every input that arrives while the backlog (``excess`` service times, draining at
+        ``1 - rho``) is beyond the target's slack. (The slow inferences themselves are late
+        wherever their own latency is: no point is chosen for them.)"""
+        if not self.events or self_paced:  # self-paced: nothing queues behind a slow one
+            return 0.0
+        rho = service_s * rate_hz
+        if rho >= 1.0:
+            return math.inf
+        over_s = self.excess * service_s - (target_s - service_s)
+        return self.events / max(self.inferences, 1) * max(over_s, 0.0) / (1.0 - rho) * rate_hz
+
+
+class BurstMeter:
+    """Finds bursts in one stream's judged latencies as they come: a latency at least
+    OUTLIER_RATIO x the typical one at the current point is in a backlog; the backlog is a
+    burst once it drains (an inference in it ran at a typical service time, the finish gap, or
+    the latency is back under that), priced from then on at the largest size it reached. A
+    backlog cut short by a move that never drained is not counted: it may have been a level (the
+    work got heavier), which the verdicts judge. ``reset``: another point, another typical
+    latency."""
+
+    def __init__(self) -> None:
+        self.bursts = Bursts()
+        self._typical_s = math.nan  # a running mean of the latencies outside backlogs
+        self._peak_s = 0.0  # of the backlog going on (0: none)
+        self._counted = False  # ... counted as a burst (it drains)
+        self._last_s = -math.inf  # the last finish
+
+    def reset(self) -> None:
+        self._typical_s, self._peak_s, self._counted = math.nan, 0.0, False
+
+    def add(self, latency_s: float, timestamp_s: float, memory_s: float) -> None:
+        """One judged latency, finished at ``timestamp_s``: what was counted before weighs
+        ``exp(-age / memory_s)`` (an episode of outliers does not price every point for ever)."""
+        gap_s = timestamp_s - self._last_s
+        keep = math.exp(-max(gap_s, 0.0) / memory_s) if math.isfinite(gap_s) else 1.0
+        self._last_s = max(self._last_s, timestamp_s)
+        self.bursts = replace(self.bursts, events=self.bursts.events * keep,
+                              inferences=self.bursts.inferences * keep + 1)
+        if not math.isfinite(self._typical_s):
+            self._typical_s = latency_s
+        elif latency_s >= OUTLIER_RATIO * self._typical_s:
+            self._peak_s = max(self._peak_s, latency_s)
+            if min(latency_s, gap_s) < OUTLIER_RATIO * self._typical_s:  # queued behind, served as usual
+                self._count()
+        else:
+            if self._peak_s:
+                self._count()  # drained
+            self._peak_s, self._counted = 0.0, False
+            self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
+
+    def _count(self) -> None:
+        b = self.bursts
+        self.bursts = replace(b, events=b.events + (not self._counted),
+                              excess=max(b.excess, self._peak_s / self._typical_s - 1.0))
+        self._counted = True
 
 
 @dataclass(frozen=True)

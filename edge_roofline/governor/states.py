@@ -34,8 +34,9 @@ explore        measuring, exploring, settled        an uncertain point may save 
                -> exploring                         the move's cost
 improve        measuring, exploring, settled        a point predicted cheaper, worth the move's
                -> settling                          cost
-hold           measuring, exploring, settled        no move pays: this point is the choice
-               -> settled
+hold           measuring, exploring, settled        no move pays: this point is the choice; or
+               -> settled (same while a stream is   a stream's latest inference was late (its
+               late)                                backlog drains before a move for energy)
 advise         any -> advising                      mode advise and a move would be made
 ============== ==================================== =============================================
 """

@@ -21,7 +21,7 @@ from .config import StreamConfig
 from .model_follow import ModelGate
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
-from .queueing import Measured, QueueShape, measure
+from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
 from .verdicts import misses_target
 
 
@@ -100,11 +100,14 @@ class Stream:
         self.latencies: deque[tuple[float, float]] = deque()
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
+        self.late_now = False  # the latest one was over the target (a backlog may be draining)
+        self.late_at_s: deque[float] = deque()  # when the late ones finished (the late budget's window)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
         self.jitter_ratio = 1.0  # service-time percentile / mean
         self.queue = QueueShape()  # its input queue, as measured (queueing.py)
+        self.bursts = BurstMeter()  # rare slow inferences and their backlogs (queueing.py)
         # How far off the predictor was at the points it had not measured yet (a running mean
         # of |measured / predicted - 1| at each point's first window).
         self.model_rel_error = 0.0
@@ -134,12 +137,17 @@ class Stream:
         """What the governor holds the stream's percentile under: its target less the margin."""
         return self.config.target_latency_s * (1.0 - margin)
 
+    def rate_hz(self) -> float:
+        """Its input rate: the calibrated one, else from the last gap (0 before the second)."""
+        if self.calibrated_rate_hz and math.isfinite(self.calibrated_rate_hz):
+            return self.calibrated_rate_hz
+        return 1.0 / self.last_gap_s if self.last_gap_s > 0 else 0.0
+
     def silence_limit_s(self, stream_timeout_s: float) -> float:
         """How long this stream may be silent and still count as publishing: its period is the
         calibrated rate's, else the last gap between two inferences (none before the second)."""
-        rate_hz = self.calibrated_rate_hz
-        period_s = 1.0 / rate_hz if rate_hz and math.isfinite(rate_hz) else self.last_gap_s
-        return max(stream_timeout_s, SILENT_PERIODS * period_s)
+        rate_hz = self.rate_hz()
+        return max(stream_timeout_s, SILENT_PERIODS / rate_hz if rate_hz > 0 else 0.0)
 
     def window(self, now_s: float, window_s: float, min_samples: int) -> StreamWindow | None:
         """The samples of the last ``window_s``; a stream too slow to give ``min_samples`` in
@@ -180,9 +188,28 @@ class Stream:
             return self.measured_percentile_s(window)
         return None if calibration is None else float(calibration.latencies_s.max())
 
-    def note_inference(self, latency_s: float) -> None:
+    def note_inference(self, latency_s: float, timestamp_s: float = 0.0) -> None:
         self.inferences += 1
-        self.late += latency_s > self.config.target_latency_s
+        self.late_now = latency_s > self.config.target_latency_s
+        self.late += self.late_now
+        if self.late_now:
+            self.late_at_s.append(timestamp_s)
+
+    def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
+        """An inference judged at the current point (the first one since a move: a new point);
+        the bursts seen count for about ``memory_s``."""
+        if not self.latencies:
+            self.bursts.reset()
+        self.latencies.append((timestamp_s, float(latency_s)))
+        self.bursts.add(float(latency_s), timestamp_s, memory_s)
+
+    def late_budget(self, now_s: float, window_s: float) -> float:
+        """The late inferences this stream may still have while at most TAIL_SHARE of its
+        inferences over any ``window_s`` are late (what its target promises; a stream that has
+        just started borrows from the window ahead): what a move that may miss can spend."""
+        while self.late_at_s and self.late_at_s[0] < now_s - window_s:
+            self.late_at_s.popleft()
+        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that

@@ -10,6 +10,13 @@ window) and from a level (every sample late: a run still going counts every samp
 A verdict ages: a point ruled out is tried again after ``ttl_s`` (doubling each time it misses
 again), when the predictions say it would save energy. The point with nowhere faster to go is
 never ruled out (``Misses.rule_out`` is not called for it: core.py).
+
+Finding a miss costs late inferences: those inside the move's transient, the ones that show it
+and those inside the transient of the move back. A stream's target promises at most TAIL_SHARE
+of its inferences over any ``late_window_s`` late, so a move the model does not predict to meet
+every target (an exploration that may miss) is made only while every active stream that may
+miss there has a late budget (what it may still have late, ``Stream.late_budget``) that covers
+what a miss would cost it (``miss_cost``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+MIN_EVENTS = 2  # miss events that can show a miss (one is chance, whatever the window)
 ALPHA = 0.01  # chance a point that meets its percentile shows this many misses: below it, a miss
 BURST_GAP_SAMPLES = 2  # on-time samples between two misses of one burst, at most
 MAX_STRIKES = 4  # the verdict's age doubles per repeated miss, up to 2 ** MAX_STRIKES
@@ -62,10 +70,34 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int) -> 
     chance allows or, over ``full_window`` samples or more, more than the percentile allows."""
     allowed = 1.0 - percentile / 100.0
     events = miss_events(over)
-    if events < 2:
+    if events < MIN_EVENTS:
         return False
     n = len(over)
     return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
+
+
+def miss_cost(rate_hz: float, settle_s: float) -> float:
+    """The late inferences of a stream at ``rate_hz`` when a move to a point that misses is made
+    and undone: those starting inside both transients (``settle_s`` each: the clocks run at the
+    slower point until the move back settles), the one in flight and the MIN_EVENTS that show it."""
+    return 1 + MIN_EVENTS + 2 * rate_hz * settle_s
+
+
+def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float) -> str:
+    """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
+    made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
+    fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
+    that may miss there has a late budget (over ``window_s``) short of its ``miss_cost``."""
+    if pred.meets() or safe:
+        return ""
+    for s in streams:
+        if (mine := pred.stream(s.name)) is not None and mine.meets():
+            continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
+        cost = miss_cost(s.rate_hz(), settle_s)
+        budget = s.late_budget(now_s, window_s)
+        if budget < cost:
+            return f"a miss would cost {s.name} {cost:.0f} late inference(s), its late budget is {max(budget, 0.0):.1f}"
+    return ""
 
 
 class Misses:

@@ -72,9 +72,11 @@ def test_a_ruled_out_point_is_tried_again_once_its_verdict_expires(tmp_path):
     held = platform.current
     t0 = clock.now_s()
     drive(gov, platform, clock, 1.5, latency_of=tail_during(t0, 1.5))
-    assert held.name in gov.findings.missed and platform.current != held
+    # Left: ruled out by a miss, or priced out by the backlogs its outliers leave (test_bursts.py)
+    bursts = gov.streams[next(iter(gov.streams))].bursts.bursts
+    assert (held.name in gov.findings.missed or bursts.events > 0) and platform.current != held
     escaped_energy_j = true_energy_j(platform.current, 40.0)
-    drive(gov, platform, clock, 20.0 + 15.0)  # the verdict's age (verdict_ttl_s) and some
+    drive(gov, platform, clock, 20.0 + 15.0)  # the verdict's age (verdict_ttl_s), the bursts' memory, and some
     assert held.name not in gov.findings.missed
     assert true_energy_j(platform.current, 40.0) <= min(true_energy_j(held, 40.0) * 1.03, escaped_energy_j)
 

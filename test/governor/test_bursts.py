@@ -1,0 +1,63 @@
+"""Rare slow inferences leave a backlog in a stream's queue (issue 28): the governor finds them
+in the latencies it judges and prices the share of inferences their backlogs make late at each
+point, so the point it holds keeps room to drain them. Checked against a simulated FIFO queue."""
+
+import math
+
+import numpy as np
+import pytest
+
+from edge_roofline.governor.policy import StreamPrediction
+from edge_roofline.governor.queueing import TAIL_SHARE, Bursts, BurstMeter
+
+from .test_queueing import SERVICE_S, rate_hz, simulate
+
+TARGET_S = 2.5 * SERVICE_S
+
+
+def test_the_meter_finds_each_backlog_and_its_size():
+    meter = BurstMeter()
+    for lat in [4.0] * 20 + [20.0, 17.0, 13.0, 9.0] + [4.0] * 20 + [12.0, 6.0] + [4.0] * 5:
+        meter.add(lat * 1e-3, 0.0, 30.0)
+    assert (meter.bursts.events, meter.bursts.inferences) == (2, 51)
+    assert meter.bursts.excess == pytest.approx(20.0 / 4.0 - 1.0)
+    for lat in (30.0, 29.0):  # priced once it drains (served as usual behind the slow one) ...
+        meter.add(lat * 1e-3, 0.0, 30.0)
+    assert meter.bursts.events == 3 and meter.bursts.excess == pytest.approx(30.0 / 4.0 - 1.0, rel=0.05)
+    meter.reset()  # a move: another point, its own typical latency
+    meter.add(4e-3, 0.0, 30.0)
+    for k in range(1, 6):  # ... not a level (every inference slow: the work got heavier)
+        meter.add(12e-3, k * 12e-3, 30.0)
+    meter.reset()
+    assert meter.bursts.events == pytest.approx(3, rel=0.01)  # (aged by the level's 60 ms)
+    n, events = meter.bursts.inferences, meter.bursts.events
+    meter.add(8e-3, 30.0 + 5 * 12e-3, 30.0)  # what was seen ages: a memory of about 30 s
+    assert meter.bursts.events == pytest.approx(events * math.exp(-1.0))
+    assert meter.bursts.inferences == pytest.approx(n * math.exp(-1.0) + 1)
+
+
+def test_bursts_price_the_points_near_saturation():
+    assert Bursts().late_share(SERVICE_S, rate_hz(0.95), TARGET_S) == 0.0  # none seen, none priced
+    bursts = Bursts(events=2, inferences=4000, excess=8.0)
+    shares = [bursts.late_share(SERVICE_S, rate_hz(u), TARGET_S) for u in (0.3, 0.6, 0.9, 0.97)]
+    assert shares == sorted(shares) and shares[-1] > 10 * shares[0]  # the backlog drains at 1 - rho
+    assert bursts.late_share(SERVICE_S, rate_hz(1.0), TARGET_S) == math.inf
+    assert bursts.late_share(SERVICE_S / 10, rate_hz(0.1), TARGET_S) == 0.0  # absorbed by the slack
+
+
+def test_a_point_whose_bursts_would_make_too_many_inferences_late_is_refused():
+    # Outliers 2-5x, one per 500 inferences: measured at 50 % utilisation, judged at 50 % and 92 %
+    finish, latency = simulate(0.5, 0.03, 0.0, 20_000, seed=3, outlier_probability=0.002)
+    meter = BurstMeter()
+    for t, lat in sorted(zip(finish, latency)):
+        meter.add(float(lat), float(t), math.inf)
+    assert meter.bursts.events > 10
+    for utilisation in (0.5, 0.92):
+        _, true_latency = simulate(utilisation, 0.03, 0.0, 100_000, seed=4, outlier_probability=0.002)
+        true_share = float(np.mean(true_latency > TARGET_S))
+        predicted = meter.bursts.late_share(SERVICE_S, rate_hz(utilisation), TARGET_S)
+        s = StreamPrediction("s", SERVICE_S, 0.0, rate_hz(utilisation), TARGET_S, 1.05, target_s=TARGET_S,
+                             bursts=meter.bursts)
+        # The price is conservative (the largest backlog seen) and not wildly so
+        assert true_share <= predicted + 1e-3 and (predicted < 10 * true_share + 2e-3)
+        assert s.meets() == s.bursts_fit() == (true_share <= TAIL_SHARE), (utilisation, true_share, predicted)

@@ -1,0 +1,127 @@
+"""Late inferences are budgeted (issue 28): a target promises at most TAIL_SHARE of a stream's
+inferences late, so a move that may miss is made only while every stream can pay for a miss; a
+backlog that grows after a move is the point's, not the move's; and no move for energy is made
+while a stream's queue is still draining a late inference."""
+
+from dataclasses import replace
+
+import pytest
+
+import edge_roofline.governor.core as core
+from edge_roofline.governor.config import StreamConfig
+from edge_roofline.governor.moves import Move
+from edge_roofline.governor.policy import Choice
+from edge_roofline.governor.queueing import TAIL_SHARE
+from edge_roofline.governor.states import Transition
+from edge_roofline.governor.streams import Stream
+
+from .fake_settle import drive_settle
+from .test_moves import make
+
+
+class Prediction:
+    """A point's prediction: meets every target or not; ``met_by``: the streams that meet there."""
+
+    def __init__(self, meets: bool, met_by: tuple[str, ...] = ()) -> None:
+        self._meets, self.met_by = meets, met_by
+
+    def meets(self) -> bool:
+        return self._meets
+
+    def stream(self, name: str):
+        return Prediction(True) if name in self.met_by else None
+
+
+def stream(rate_hz: float, late: int) -> Stream:
+    """A stream at ``rate_hz`` with ``late`` late inferences, all at t = 0."""
+    s = Stream(StreamConfig(name="s", target_latency_ms=10.0, percentile=95.0))
+    s.calibrated_rate_hz = rate_hz
+    for k in range(100):
+        s.note_inference(0.02 if k < late else 0.005, 0.0)
+    return s
+
+
+def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    s = stream(30.0, 4)
+    assert s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0 - 4)  # 1 % of a window's inferences
+    assert s.late_budget(31.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # the late ones left the window
+    cost = miss_cost(30.0, 0.08)  # both transients' inferences, the one in flight, the ones that show it
+    assert cost == 1 + 2 + 2 * 30.0 * 0.08
+    rich, poor = stream(30.0, 0), stream(30.0, 3)  # budgets 9 and 6 over 30 s
+    assert unaffordable_miss(Prediction(False), [rich], 0.08, set(), 1.0, 30.0) == ""
+    why = unaffordable_miss(Prediction(False), [rich, poor], 0.08, set(), 1.0, 30.0)
+    assert "s" in why and "late budget" in why
+    # a move predicted to meet every target, or faster than a point measured to, cannot miss
+    assert unaffordable_miss(Prediction(True), [poor], 0.08, set(), 1.0, 30.0) == ""
+    assert unaffordable_miss(Prediction(False), [poor], 0.08, {"met-point"}, 1.0, 30.0) == ""
+    # a stream predicted to meet its target there does not pay for another stream's miss
+    assert unaffordable_miss(Prediction(False, met_by=("s",)), [poor], 0.08, set(), 1.0, 30.0) == ""
+    # a faster stream pays more for the same transients, and has more to pay with
+    assert miss_cost(250.0, 0.08) > miss_cost(30.0, 0.08)
+    assert stream(250.0, 0).late_budget(1.0, 30.0) > rich.late_budget(1.0, 30.0)
+
+
+def risky_choose(monkeypatch):
+    """``choose`` that, while it may explore, explores the slowest point that is predicted to miss."""
+    real = core.choose
+    tried = []
+
+    def choose(preds, current, **kw):
+        misses = [p for p in preds if not p.meets() and p.point != current.point]
+        if kw["explore"] and misses:
+            pick = min(misses, key=lambda p: p.power_w)
+            tried.append(pick.point.name)
+            return Choice(pick, "exploring a point that may miss", True)
+        return real(preds, current, **kw)
+    monkeypatch.setattr(core, "choose", choose)
+    return tried
+
+
+def test_the_governor_makes_no_move_that_may_miss_beyond_a_late_budget(tmp_path, monkeypatch):
+    tried = risky_choose(monkeypatch)
+    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0)
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    assert tried, "the scripted choice never offered a point that may miss"
+    # 40 Hz over 5 s: a budget of 2 late inferences, less than a miss costs
+    assert not any(d.applied and d.transition == Transition.EXPLORE for _, d in decisions)
+    gov.config = replace(gov.config, late_window_s=100.0)  # 40 late inferences over 100 s: a miss is paid
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    assert any(d.applied and d.transition == Transition.EXPLORE for _, d in decisions)
+
+
+def test_a_backlog_that_grows_after_a_move_is_the_points():
+    period_s, settle_s = 0.01, 0.05
+    draining, growing = Move(0.0, frozenset({"emc"}), settle_s), Move(0.0, frozenset({"emc"}), settle_s)
+    # a sample inside the transient, then the ones queued behind it (each started as the one
+    # before finished)
+    assert draining.owns("s", 0.04, 0.09) and growing.owns("s", 0.04, 0.09)
+    finish_d = finish_g = 0.09
+    owned_d, owned_g = [], []
+    for k in range(1, 6):
+        arrival_s = 0.04 + k * period_s
+        finish_d, finish_g = finish_d + 0.006, finish_g + 0.012  # service under / over the period
+        owned_d.append(draining.owns("s", arrival_s, finish_d))
+        owned_g.append(growing.owns("s", arrival_s, finish_g))
+    assert all(owned_d)  # the move's backlog, draining
+    assert owned_g == [False] * 5  # a point that cannot keep up: its own, judged at once
+
+
+def test_no_move_for_energy_while_a_stream_is_late(tmp_path):
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "late").mkdir()
+    gov, platform, clock = make(tmp_path / "reference")
+    start_s = clock.now_s()
+    reference = drive_settle(gov, platform, clock, 3.0, step_s=0.01)
+    t_move, energy_move = next((t, d.transition) for t, d in reference if d.applied and t > start_s + 1.0
+                               and d.transition in (Transition.EXPLORE, Transition.IMPROVE))
+    # The same run up to just before that move, then one late inference (not a miss: one sample)
+    gov, platform, clock = make(tmp_path / "late")
+    drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
+    now_s = clock.now_s()
+    target_s = gov.streams[next(iter(gov.streams))].config.target_latency_s
+    gov.observe_inference(1.05 * target_s, now_s)
+    held = gov.step(now_s)
+    assert held.transition == Transition.HOLD and not held.applied and "late" in held.reason, held.reason
+    gov.observe_inference(0.5 * target_s, now_s + 1e-4)  # on time again: the queue has drained
+    assert gov.step(now_s + 1e-4).transition == energy_move
