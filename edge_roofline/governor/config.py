@@ -268,6 +268,8 @@ class GovernorConfig:
                                          "repeat)")
     late_window_s: float = setting(30.0, "of a stream's inferences over any this long at most 1 % may be late: a move "
                                          "that may miss is paid from that budget")
+    change_grace_s: float = setting(2.0, "late inferences this soon after a workload change (model, rate, target, "
+                                         "streams) are the change's: the late budget does not count them")
     expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long")
     dwell_s: float = setting(3.0, "minimum time at a point before an energy-driven move")
     hysteresis: float = setting(0.03, "move only for a predicted energy saving above this fraction")

@@ -306,8 +306,7 @@ class Governor:
             for name in violations:
                 self.streams[name].model_rel_error *= 0.5
             self._descending = False
-        # Measured misses win over predictions: a point ruled out, and every point slower in
-        # every clock, is out until the verdict expires.
+        # Measured misses win: a point ruled out, and every point slower in every clock, until its verdict expires.
         out = self.dominance.dominated_by(self.findings.missed.names()) - self.dominance.unbeatable
         preds = [q for q in by_name.values()
                  if self._apply_failures.get(q.point.name, 0) < cfg.safety.apply_failures_before_disable
@@ -324,7 +323,8 @@ class Governor:
         choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
         settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
         safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
-        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s):
+        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s,
+                                                  self._workload_since_s + cfg.change_grace_s):
             choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold

@@ -203,13 +203,14 @@ class Stream:
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s), timestamp_s, memory_s)
 
-    def late_budget(self, now_s: float, window_s: float) -> float:
+    def late_budget(self, now_s: float, window_s: float, counted_from_s: float = -math.inf) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of its
         inferences over any ``window_s`` are late (what its target promises; a stream that has
-        just started borrows from the window ahead): what a move that may miss can spend."""
+        just started borrows from the window ahead): what a move that may miss can spend. Late
+        ones before ``counted_from_s`` (a workload change's grace) are the change's."""
         while self.late_at_s and self.late_at_s[0] < now_s - window_s:
             self.late_at_s.popleft()
-        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
+        return TAIL_SHARE * self.rate_hz() * window_s - sum(t >= counted_from_s for t in self.late_at_s)
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from .queueing import TAIL_SHARE
+
 MIN_EVENTS = 2  # miss events that can show a miss (one is chance, whatever the window)
 ALPHA = 0.01  # chance a point that meets its percentile shows this many misses: below it, a miss
 BURST_GAP_SAMPLES = 2  # on-time samples between two misses of one burst, at most
@@ -83,18 +85,24 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
     return 1 + MIN_EVENTS + 2 * rate_hz * settle_s
 
 
-def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float) -> str:
+def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
+                      counted_from_s: float = -math.inf) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
-    that may miss there has a late budget (over ``window_s``) short of its ``miss_cost``."""
+    that may miss there has a late budget (over ``window_s``, late ones from ``counted_from_s``)
+    short of its ``miss_cost``."""
     if pred.meets() or safe:
         return ""
     for s in streams:
         if (mine := pred.stream(s.name)) is not None and mine.meets():
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
-        cost = miss_cost(s.rate_hz(), settle_s)
-        budget = s.late_budget(now_s, window_s)
+        rate_hz = s.rate_hz()
+        cost = miss_cost(rate_hz, settle_s)
+        # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
+        # counted over the shortest window that does (one miss per window, still TAIL_SHARE).
+        window = max(window_s, cost / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
+        budget = s.late_budget(now_s, window, counted_from_s)
         if budget < cost:
             return f"a miss would cost {s.name} {cost:.0f} late inference(s), its late budget is {max(budget, 0.0):.1f}"
     return ""

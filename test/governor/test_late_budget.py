@@ -80,10 +80,12 @@ def risky_choose(monkeypatch):
 
 def test_the_governor_makes_no_move_that_may_miss_beyond_a_late_budget(tmp_path, monkeypatch):
     tried = risky_choose(monkeypatch)
-    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0)
+    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0, change_grace_s=0.0)
+    for s in gov.streams.values():  # late inferences already spent (they never leave this run's window)
+        s.late_at_s.extend([clock.now_s() + 10.0] * 10)
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert tried, "the scripted choice never offered a point that may miss"
-    # 40 Hz over 5 s: a budget of 2 late inferences, less than a miss costs
+    # 40 Hz over 5 s: 2 late inferences at 1 %, or one miss's window; 10 are spent
     assert not any(d.applied and d.transition == Transition.EXPLORE for _, d in decisions)
     gov.config = replace(gov.config, late_window_s=100.0)  # 40 late inferences over 100 s: a miss is paid
     decisions = drive_settle(gov, platform, clock, 3.0)
@@ -125,3 +127,25 @@ def test_no_move_for_energy_while_a_stream_is_late(tmp_path):
     assert held.transition == Transition.HOLD and not held.applied and "late" in held.reason, held.reason
     gov.observe_inference(0.5 * target_s, now_s + 1e-4)  # on time again: the queue has drained
     assert gov.step(now_s + 1e-4).transition == energy_move
+
+
+def test_a_slow_stream_can_always_afford_one_miss_per_window_that_holds_it():
+    # 15 Hz over 30 s: 4.5 late inferences at 1 %, short of one miss (5): without a longer
+    # window such a stream would block every move that may miss, for ever.
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    slow = stream(15.0, 0)
+    cost = miss_cost(15.0, 0.067)
+    assert TAIL_SHARE * 15.0 * 30.0 < cost
+    assert unaffordable_miss(Prediction(False), [slow], 0.067, set(), 1.0, 30.0) == ""
+    # ... once per such window: a miss spent, the next waits until it has left the window
+    spent = stream(15.0, 5)
+    assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0, 30.0)
+    assert unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0 + cost / (TAIL_SHARE * 15.0), 30.0) == ""
+
+
+def test_late_inferences_in_a_changes_grace_are_the_changes():
+    # A workload change's own transient (the grace after it) is not paid from the late budget.
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    s = stream(30.0, 6)  # late at t = 0, inside the grace of a change at t = -1 (2 s)
+    assert "late budget" in unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0)
+    assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0, counted_from_s=-1.0 + 2.0) == ""
