@@ -46,8 +46,7 @@ class Governor:
         self.platform = platform
         self.config = config
         self.clock = clock
-        # Outside the catalogue (NVML) no clock tables carry a roofline between points: they are
-        # learned one by one.
+        # Outside the catalogue (NVML) no clock tables carry a roofline: points are learned one by one.
         self.device = catalogue_device(platform)
         self.store = store or StateStore(config.state_path or None)
         recover(platform, self.store)
@@ -159,6 +158,7 @@ class Governor:
             self.streams[s.name].config = s
         if before != list(config.stream_configs):
             kept = self.findings.kept_for_targets(before, config.stream_configs)
+            self.learned.probed.clear()
             self._new_target()
             self.learned.findings = kept or self.findings
 
@@ -189,6 +189,7 @@ class Governor:
         s.model_note = note
         if s.last_seen_s > -math.inf:  # frames of the model before may be in flight
             s.gate.switched(model_id, self.clock.now_s())
+        self.learned.probed.clear()
         self._new_workload()
         s.latencies.clear()
         self._power.clear()
@@ -253,8 +254,7 @@ class Governor:
         cfg = self.config
         windows: dict[str, StreamWindow | None] = {
             s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
-        # A mean needs fewer samples than a percentile: once another stream has a full window,
-        # a slower one calibrates on fewer samples and does not hold every exploration back.
+        # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
         one_full = any(w is not None for w in windows.values())
         cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
             cfg.min_calibration_samples)) if one_full else None) for s in self.streams.values()}
@@ -301,8 +301,7 @@ class Governor:
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
-            # The model said this step down would miss and it did: it is less wrong than its
-            # error so far says, so the next steps reach less far.
+            # The model said this step down would miss and it did: the next steps reach less far.
             for name in violations:
                 self.streams[name].model_rel_error *= 0.5
             self._descending = False
@@ -370,13 +369,13 @@ class Governor:
                 state: State, explore: bool, met: frozenset[str]) -> Choice:
         found, fastest = self.findings, self.dominance.fastest
         tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
+        self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
                       measured=frozenset(tried), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above,
-                      probes=frozenset(self.dominance.probes(met, tried)))
+                      step_above=self.dominance.step_above, probes=self.learned.probe_candidates)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
@@ -388,13 +387,14 @@ class Governor:
                 fails = self.config.safety.apply_failures_before_disable
             self._apply_failures[point.name] = fails
             self.safety.note_apply_failure(now_s, f"{point.name}: {exc}")
-            # Some writes may have gone through: what is in force is no longer known, so the
-            # fallback applies the safe point again even where it was the current one.
+            # Some writes may have gone through: the fallback applies the safe point again.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
         domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
         self.move = Move(now_s, domains, self.learned.settle.of(domains))
         self._unvisited = point.name not in self.findings.measured
+        if point.name in self.learned.probe_candidates:
+            self.learned.probed.add(point.name)
         self.current = point
         self._in_doubt = False
         self.safety.note_switch(now_s)

@@ -30,6 +30,11 @@ class Learned:
         self.calibrated_here: set[str] = set()  # streams calibrated at the current point since the move
         self.calibrated_in_mix: set[str] = set()  # ... since the mix of streams last changed
         self.last_calibration_s = now_s
+        # Points moved to as probes (rules.Dominance.probes) under the current model: a probe
+        # identifies how the model's latency moves along an axis, which a new input rate, mix
+        # or verdict does not change; only a new model (or a new target) probes again.
+        self.probed: set[str] = set()
+        self.probe_candidates: frozenset[str] = frozenset()
 
     def surprised(self, streams: list[Stream], slower: bool) -> Findings:
         """The work of ``streams`` changed unannounced: their models and the power model half

@@ -121,3 +121,22 @@ def test_a_point_that_missed_is_not_explored_again_when_its_verdict_expires(tmp_
     monkeypatch.setattr(core, "choose", spy)
     drive(gov, platform, clock, 12.0)
     assert below in seen["measured"]
+
+
+def test_a_probe_is_made_once_per_model_whatever_the_rate_does(tmp_path):
+    # A probe identifies how this model's latency moves along an axis: a new input rate (a
+    # language model's decode rate moves with every answer) forgets the verdicts, not that. A
+    # probe that missed was made again at every rate change (agx_chat: half of its decode steps
+    # over target); a new model probes again.
+    gov, platform, clock = launch_bound_governor(tmp_path, 1.3)
+    drive(gov, platform, clock, 20.0, rate_hz=60.0, latency_law=launch_bound_latency_s)
+    probed = set(gov.learned.probed)
+    assert probed, "the launch-bound law needs a probe of its EMC axis"
+    decisions = []
+    for rate_hz in (40.0, 60.0, 40.0):  # each a rate change: a new workload, verdicts forgotten
+        decisions += drive(gov, platform, clock, 8.0, rate_hz=rate_hz, latency_law=launch_bound_latency_s)
+    probes = [d.point.name for d in decisions if d.applied and "axis the measurements" in d.reason]
+    assert not set(probes) & probed, probes
+    assert gov.learned.probed >= probed
+    gov.set_model(None, "another_model")
+    assert not gov.learned.probed
