@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import json
 
-    from edge_roofline.governor.eval.generation import is_generation_scenario
+    from edge_roofline.governor.eval.generation_scenario import is_generation_scenario
 
     from edge_roofline.governor.eval import evaluate, format_evaluation, load_scenario
     from edge_roofline.governor.eval.scenario import resolve_scenario_path

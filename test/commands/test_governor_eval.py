@@ -41,7 +41,7 @@ def test_cli_runs_a_language_model_scenario_by_its_content_in_the_same_table(tmp
 
 
 def test_a_shipped_language_model_scenario_is_found_by_name():
-    from edge_roofline.governor.eval.generation import is_generation_scenario
+    from edge_roofline.governor.eval.generation_scenario import is_generation_scenario
     from edge_roofline.governor.eval.scenario import resolve_scenario_path
     path = resolve_scenario_path("agx_chat_detector")
     assert path.parent.name == "llm" and is_generation_scenario(path)

@@ -118,5 +118,5 @@ def test_a_stream_judged_end_to_end_counts_the_queue_wait(monkeypatch, tmp_path)
     finally:
         runtime.close()
     with pytest.raises(ConfigError, match="stream det: latency must be execution or end_to_end.*got 'e2e'"):
-        GovernorRuntime({**params(tmp_path), "model": "", "streams": "[{name: det, target_latency_ms: 30, latency: e2e}]"},
-                        SimClock(0.0), log=list().append)
+        bad = "[{name: det, target_latency_ms: 30, latency: e2e}]"
+        GovernorRuntime({**params(tmp_path), "model": "", "streams": bad}, SimClock(0.0), log=list().append)

@@ -141,9 +141,11 @@ def test_one_governor_holds_three_streams_at_less_power_and_restores(board, ros_
             # Each stream's counters count every inference since start: never fewer than the window
             # holds, and never going back.
             for s in last.streams:
-                assert s.window_samples <= s.inferences and s.inferences_over_target <= s.inferences, stream_lines(states)
+                assert s.window_samples <= s.inferences, stream_lines(states)
+                assert s.inferences_over_target <= s.inferences, stream_lines(states)
             counts = [{s.name: (s.inferences, s.inferences_over_target) for s in m.streams} for _, m in states]
-            assert all(b[n][0] >= a[n][0] and b[n][1] >= a[n][1] for a, b in zip(counts, counts[1:]) for n in a if n in b)
+            assert all(b[n][0] >= a[n][0] and b[n][1] >= a[n][1]
+                       for a, b in zip(counts, counts[1:]) for n in a if n in b)
             measured_ms = {name: float(np.percentile([m.latency_ms for t, m in items if t1 <= t <= t2],
                                                      PERCENTILES[name]))
                            for name, items in stats.items()}

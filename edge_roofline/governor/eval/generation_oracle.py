@@ -23,7 +23,7 @@ from ..points import candidate_points
 from .generation_sim import Run, _Sim, simulate, step_costs
 
 if TYPE_CHECKING:
-    from .generation import GenerationScenario
+    from .generation_scenario import GenerationScenario
 
 HINDSIGHT_HEADROOM = 0.9  # a hindsight point's step time stays under this x target
 JOINT_REQUESTS = 8  # the joint oracle's short run per candidate: this many requests (after the first) ...

@@ -26,7 +26,7 @@ from ..config import GovernorConfig
 from ..core import Governor
 
 if TYPE_CHECKING:
-    from .generation import GenerationScenario
+    from .generation_scenario import GenerationScenario
 
 SAMPLE_HZ = 50.0  # power sampling (platform.sample())
 STEP_S = 0.1  # governor step period

@@ -106,7 +106,8 @@ def test_the_oracle_stays_at_the_best_static_point_where_switching_misses_or_doe
     runs = {}  # policy: (energy J, TPOT samples): the per-phase schedule cheaper but its moves miss TPOT
     monkeypatch.setattr(generation, "hindsight", lambda s: {})
     monkeypatch.setattr(generation, "simulate", lambda s, policy, points: Run(
-        policy, energy_j=runs[policy][0], tokens=10, ttft_s=[0.001] * 100, tpot_s=runs[policy][1], points={"p": policy}))
+        policy, energy_j=runs[policy][0], tokens=10, ttft_s=[0.001] * 100, tpot_s=runs[policy][1],
+        points={"p": policy}))
     runs.update(maxn=(10.0, [0.001] * 100), best_static=(6.0, [0.001] * 100), governor=(6.0, [0.001] * 100),
                 oracle=(5.0, [0.001] * 90 + [0.003] * 10))
     by = {r.policy: r for r in evaluate(sc)}
