@@ -134,19 +134,15 @@ class Choice:
     descent: bool = False  # an exploration one step down (see choose)
 
 
-def faster_above(predictions: list[JointPrediction], near: frozenset[str],
-                 step_above: Callable[[str], set[str]]) -> set[str]:
-    """The points one step above a point of ``near`` on a single axis that the model predicts
-    nearer the margin than it: a step along an axis the streams' latency does not follow (more
-    cores for GPU-bound work) costs power and cannot bring the point inside the margin, and a
-    window measured under the limit there by chance would hold it."""
+def no_nearer_above(predictions: list[JointPrediction], near: frozenset[str],
+                    step_above: Callable[[str], set[str]]) -> set[str]:
+    """The points one step above a point of ``near`` on a single axis that the model predicts no
+    nearer the margin than it (more cores for GPU-bound streams): the same latency at more
+    power. Measuring one tells nothing the point below did not, and a window measured under the
+    limit there by chance would hold the dearer point: they count as measured."""
     by_name = {p.point.name: p for p in predictions}
-    out = set()
-    for name in near:
-        base = by_name.get(name)
-        out |= {up for up in step_above(name)
-                if base is None or (p := by_name.get(up)) is None or p.closeness < base.closeness}
-    return out
+    return {up for name in near if (base := by_name.get(name)) is not None and math.isfinite(base.closeness)
+            for up in step_above(name) if (p := by_name.get(up)) is not None and p.closeness >= base.closeness}
 
 
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
@@ -167,10 +163,13 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
     (explored) from the best point while the model may be wrong about them.
     ``near``: points measured to meet every target but not every limit (the margin);
-    ``step_above``: the points one step above a point on a single axis, tried from those.
+    ``step_above``: the points one step above a point on a single axis, tried from those
+    where the model predicts them nearer the margin (the others count as measured).
     ``probes``: the points one step below a ``met`` point on an axis the measurements have not
     isolated (rules.Dominance.probes): one of them is tried where the model's uncertainty
     says it may meet every target."""
+    if step_above is not None:
+        measured = measured | no_nearer_above(predictions, near, step_above)
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:
@@ -186,7 +185,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         # A point measured to meet every target but not the margin: a point one step above it
         # on a single axis meets the targets too (it is at least as fast) and likely the
         # margin. The cheapest unmeasured one cheaper than the best is tried: no risk of a miss.
-        above = faster_above(predictions, near, step_above) if step_above is not None and not violations else set()
+        above = set().union(*map(step_above, near)) if step_above is not None and not violations else set()
         ups = [p for p in pool if p.point.name in above and p.point.name not in measured and p.power_w < best.power_w]
         if ups:
             return Choice(min(ups, key=lambda p: p.power_w), "exploring one step above a point that met the targets "
