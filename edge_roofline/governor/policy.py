@@ -134,6 +134,17 @@ class Choice:
     descent: bool = False  # an exploration one step down (see choose)
 
 
+def no_nearer_above(predictions: list[JointPrediction], near: frozenset[str],
+                    step_above: Callable[[str], set[str]]) -> set[str]:
+    """The points one step above a point of ``near`` on a single axis that the model predicts no
+    nearer the margin than it (more cores for GPU-bound streams): the same latency at more
+    power. Measuring one tells nothing the point below did not, and a window measured under the
+    limit there by chance would hold the dearer point: they count as measured."""
+    by_name = {p.point.name: p for p in predictions}
+    return {up for name in near if (base := by_name.get(name)) is not None and math.isfinite(base.closeness)
+            for up in step_above(name) if (p := by_name.get(up)) is not None and p.closeness >= base.closeness}
+
+
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
            hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
            provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
@@ -152,10 +163,13 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
     (explored) from the best point while the model may be wrong about them.
     ``near``: points measured to meet every target but not every limit (the margin);
-    ``step_above``: the points one step above a point on a single axis, tried from those.
+    ``step_above``: the points one step above a point on a single axis, tried from those
+    where the model predicts them nearer the margin (the others count as measured).
     ``probes``: the points one step below a ``met`` point on an axis the measurements have not
     isolated (rules.Dominance.probes): one of them is tried where the model's uncertainty
     says it may meet every target."""
+    if step_above is not None:
+        measured = measured | no_nearer_above(predictions, near, step_above)
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:

@@ -138,6 +138,23 @@ def test_a_point_that_met_the_targets_inside_the_margin_is_left_one_step_up():
     assert choice.exploring and choice.prediction is up and "one step above" in choice.reason
 
 
+def test_a_step_above_the_model_predicts_no_nearer_the_margin_counts_as_measured():
+    # More cores for GPU-bound work: the same predicted latency at more power. Measuring it
+    # tells nothing the point below did not, and a window under the limit there by chance would
+    # hold it: neither the step up from the point inside the margin nor a step down from the
+    # best point goes there; the step up an axis the latency follows is tried.
+    best = point("best", 8.0, 12.0)
+    near, cores, clock = point("near", 10.2, 9.0), point("cores", 10.2, 9.3), point("clock", 10.1, 9.5)
+    options = dict(CHOICE, measured=frozenset({"best", "near"}), near=frozenset({"near"}))
+    choice = choose([best, near, cores, clock], best, step_above=lambda n: {"cores", "clock"} if n == "near"
+                    else set(), **options)
+    assert choice.exploring and choice.prediction is clock
+    down = choose([best, near, point("cores", 10.2, 9.3, model_rel_error=0.5)], best,
+                  step_above=lambda n: {"cores"} if n == "near" else set(),
+                  step_below=lambda n: {"cores"} if n == "best" else set(), **options)
+    assert down.prediction is best and not down.exploring
+
+
 def test_one_step_above_mirrors_one_step_below():
     dominance = Dominance(DEVICE, grid())
     pairs_up = {(p.name, q) for p in dominance.points for q in dominance.step_above(p.name)}
