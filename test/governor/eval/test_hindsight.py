@@ -55,8 +55,8 @@ def test_oracle_takes_no_point_that_misses_over_a_longer_run(monkeypatch):
     first = hindsight.oracle()[0]
     real = Hindsight._simulate_point
 
-    def lucky_short_run(self, point, seg, measure_s=HINDSIGHT_MEASURE_S):
-        result = real(self, point, seg, measure_s)
+    def lucky_short_run(self, point, seg, measure_s=HINDSIGHT_MEASURE_S, scenario=None):
+        result = real(self, point, seg, measure_s, scenario)
         if point == first.point and measure_s > HINDSIGHT_MEASURE_S:  # its longer run shows 2 % late
             late = dc_replace(result.streams[0], violation_rate=0.02)
             return dc_replace(result, streams=(late,) + result.streams[1:])
