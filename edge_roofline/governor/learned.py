@@ -52,6 +52,16 @@ class Learned:
         self.calibrated_in_mix.clear()
         return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
 
+    def measured_here(self, now_s: float, active: list[Stream], move, window_s: float) -> bool:
+        """The current point has been measured since ``move`` (moves.Move) settled: every active
+        stream calibrated here, or, when a slow stream has not filled its window within
+        ``window_s``, the others. (A point left as soon as the fastest stream is measured would
+        teach the slow one's predictor nothing.)"""
+        here = self.calibrated_here
+        if all(s.name in here for s in active):
+            return True
+        return bool(here) and now_s - max(move.settled_s(), move.time_s) >= window_s
+
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
                   active: list[Stream], windows, power_w: float, surprised: Callable[[list[Stream], bool], None],
                   rate_changed: Callable[[], None]) -> None:

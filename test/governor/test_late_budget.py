@@ -81,8 +81,10 @@ def risky_choose(monkeypatch):
 def test_the_governor_makes_no_move_that_may_miss_beyond_a_late_budget(tmp_path, monkeypatch):
     tried = risky_choose(monkeypatch)
     gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0, change_grace_s=0.0)
+    drive_settle(gov, platform, clock, 0.05)  # the stream joins ...
     for s in gov.streams.values():  # late inferences already spent (they never leave this run's window)
         s.late_at_s.extend([clock.now_s() + 10.0] * 10)
+        s.counted_since_s = clock.now_s() - 1e3  # ... as one long present: its whole window is its own
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert tried, "the scripted choice never offered a point that may miss"
     # 40 Hz over 5 s: 2 late inferences at 1 %, or one miss's window; 10 are spent
@@ -143,9 +145,52 @@ def test_a_slow_stream_can_always_afford_one_miss_per_window_that_holds_it():
     assert unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0 + cost / (TAIL_SHARE * 15.0), 30.0) == ""
 
 
-def test_late_inferences_in_a_changes_grace_are_the_changes():
-    # A workload change's own transient (the grace after it) is not paid from the late budget.
+def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
+    # A workload change's own transient (the grace after it) is not paid from the late budget:
+    # late ones inside it are not counted, and a miss whose late ones all fall inside it is free.
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    s = Stream(StreamConfig(name="s", target_latency_ms=10.0, percentile=95.0))
+    s.calibrated_rate_hz = 30.0
+    for _ in range(6):
+        s.note_inference(0.02, 0.0, counted=False)
+    assert s.late == 6 and s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)
+    spent = stream(30.0, 9)  # its whole budget spent
+    cost_s = miss_cost(30.0, 0.08) / 30.0  # how long a miss's late ones take to come
+    assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s / 2)
+    assert unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s) == ""
+    # the governor: an inference started in a change's grace is not counted, one after it is
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    gov.set_target(10.0, 95.0)
+    st = next(iter(gov.streams.values()))
+    gov.observe_inference(0.05, clock.now_s() + 1.0)
+    assert st.late == 1 and not st.late_at_s
+    gov.observe_inference(0.05, clock.now_s() + 2.5)
+    assert list(st.late_at_s) == [clock.now_s() + 2.5]
+
+
+def test_a_stream_that_just_joined_borrows_from_the_window_ahead_only_as_long_again():
+    # 1 % is promised over the inferences a stream has: one that joined 1 s ago may leave in
+    # 1 s more, so its budget covers 2 s of inferences, not a whole window's.
     from edge_roofline.governor.verdicts import unaffordable_miss
-    s = stream(30.0, 6)  # late at t = 0, inside the grace of a change at t = -1 (2 s)
-    assert "late budget" in unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0)
-    assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0, counted_from_s=-1.0 + 2.0) == ""
+    young = stream(30.0, 0)
+    young.counted_since_s = 0.0
+    assert young.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 2.0)
+    assert young.late_budget(-1.0, 30.0) == 0.0  # not counted yet (its join's grace)
+    assert young.late_budget(20.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # a whole window's
+    assert "late budget" in unaffordable_miss(Prediction(False), [young], 0.08, set(), 1.0, 30.0)
+    assert unaffordable_miss(Prediction(False), [young], 0.08, set(), 20.0, 30.0) == ""
+
+
+def test_a_change_the_governor_only_infers_grants_no_grace(tmp_path):
+    # A surprise (the work changed unannounced, seen in the governor's own errors) restarts
+    # exploration, but its late ones count: nothing told the caller a change was under way.
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 3.0)
+    st = next(iter(gov.streams.values()))
+    counted_before = len(st.late_at_s)
+    gov._surprised([st], True)
+    gov.observe_inference(1.0, clock.now_s() + 0.5)  # started after the surprise, inside what a grace would be
+    assert len(st.late_at_s) == counted_before + 1
+    gov.set_target(30.0, 95.0)  # a change told: its grace holds
+    gov.observe_inference(1.0, clock.now_s() + 1.5)
+    assert len(st.late_at_s) == counted_before + 1
