@@ -67,6 +67,7 @@ class Governor:
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
         self._counted_from_s = now + config.change_grace_s  # late ones count from then on (a change's grace)
+        self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix
         self._explore_left = config.explore_budget
         self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
@@ -115,7 +116,9 @@ class Governor:
         s = self._stream(stream)
         s.note_seen(timestamp_s)
         if not s.active:
-            s.active, s.counted_since_s = True, timestamp_s + self.config.change_grace_s
+            s.active = True
+            if timestamp_s > self._start_grace_s:  # it may leave as soon as it came (Stream.late_budget)
+                s.counted_since_s = timestamp_s + self.config.change_grace_s
             if self._seen_any:  # the set of streams sharing the device changed
                 self._workload_changed(s)
             self._seen_any = True
@@ -203,19 +206,21 @@ class Governor:
             s.active = False
             self._workload_changed(s)
 
-    def _new_target(self, forget_mixes: bool = True) -> None:
-        """Measurements hold, not verdicts: exploring again (late ones in its grace are the change's)."""
+    def _new_target(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
+        """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are
+        the change's, from ``changed_s`` (None: now; earlier for a change seen in a window)."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
-        self._counted_from_s = self._workload_since_s + self.config.change_grace_s
+        grace_s = (self._workload_since_s if changed_s is None else changed_s) + self.config.change_grace_s
+        self._counted_from_s = max(self._counted_from_s, grace_s)
         self.findings.forget_verdicts()
         if forget_mixes:
             self.learned.mixes.clear()
 
-    def _new_workload(self, forget_mixes: bool = True) -> None:
+    def _new_workload(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
         """Model, rate or behaviour changed: exploration starts again, every point unmeasured.
         ``forget_mixes`` False: other mixes' findings are kept (a restored miss is caught as any)."""
-        self._new_target(forget_mixes)
+        self._new_target(forget_mixes, changed_s)
         self.findings.measured.clear()
 
     def _surprised(self, streams: list[Stream], slower: bool) -> None:
@@ -322,10 +327,11 @@ class Governor:
                           else "measuring", current)
         met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
         choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
-        settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
+        domains = domains_changed(self.device, self.current, choice.prediction.point)
+        settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
         safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
         if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s,
-                                                  self._counted_from_s):
+                                                  self._counted_from_s, cfg.expected_dwell_s, clocks_s):
             choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold

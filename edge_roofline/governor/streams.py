@@ -102,7 +102,7 @@ class Stream:
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
-        self.counted_since_s = -math.inf  # its late ones count from then on (it joined, plus the change's grace)
+        self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -205,15 +205,17 @@ class Stream:
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s), timestamp_s, memory_s)
 
-    def late_budget(self, now_s: float, window_s: float) -> float:
+    def late_budget(self, now_s: float, window_s: float, stay_s: float = 0.0) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of its
         inferences over any ``window_s`` are late (what its target promises): what a move that
-        may miss can spend. A stream counted for less than half the window borrows from the
-        window ahead only as long again as it has been counted: one that joined a moment ago
-        may leave as soon, and its promise covers the inferences it had."""
+        may miss can spend. The streams the governor started with borrow from the window ahead
+        (they are the deployment's); one that joined a running mix (``counted_since_s``) only
+        as long again as it has been counted, or ``stay_s`` if longer: it may leave as soon as
+        it came, and its promise covers the inferences it had."""
         while self.late_at_s and self.late_at_s[0] < now_s - window_s:
             self.late_at_s.popleft()
-        window_s = min(window_s, 2.0 * max(now_s - self.counted_since_s, 0.0))
+        counted_s = max(now_s - self.counted_since_s, 0.0)
+        window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:

@@ -3,6 +3,7 @@ inferences late, so a move that may miss is made only while every stream can pay
 backlog that grows after a move is the point's, not the move's; and no move for energy is made
 while a stream's queue is still draining a late inference."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -81,10 +82,8 @@ def risky_choose(monkeypatch):
 def test_the_governor_makes_no_move_that_may_miss_beyond_a_late_budget(tmp_path, monkeypatch):
     tried = risky_choose(monkeypatch)
     gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=5.0, change_grace_s=0.0)
-    drive_settle(gov, platform, clock, 0.05)  # the stream joins ...
     for s in gov.streams.values():  # late inferences already spent (they never leave this run's window)
         s.late_at_s.extend([clock.now_s() + 10.0] * 10)
-        s.counted_since_s = clock.now_s() - 1e3  # ... as one long present: its whole window is its own
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert tried, "the scripted choice never offered a point that may miss"
     # 40 Hz over 5 s: 2 late inferences at 1 %, or one miss's window; 10 are spent
@@ -194,3 +193,39 @@ def test_a_change_the_governor_only_infers_grants_no_grace(tmp_path):
     gov.set_target(30.0, 95.0)  # a change told: its grace holds
     gov.observe_inference(1.0, clock.now_s() + 1.5)
     assert len(st.late_at_s) == counted_before + 1
+
+
+def test_only_a_stream_that_joins_a_running_mix_is_counted_from_its_join(tmp_path):
+    # The streams the governor starts with (seen inside its start's grace) are the deployment's:
+    # they borrow from the window ahead; one first seen later may leave as soon as it came.
+    (tmp_path / "start").mkdir()
+    (tmp_path / "join").mkdir()
+    gov, platform, clock = make(tmp_path / "start", change_grace_s=2.0)
+    gov.observe_inference(0.005, clock.now_s() + 0.1)
+    assert next(iter(gov.streams.values())).counted_since_s == -math.inf
+    gov, platform, clock = make(tmp_path / "join", change_grace_s=2.0)
+    gov.observe_inference(0.005, clock.now_s() + 5.0)
+    assert next(iter(gov.streams.values())).counted_since_s == pytest.approx(clock.now_s() + 5.0 + 2.0)
+
+
+def test_a_rate_change_seen_in_a_window_is_graced_from_when_the_window_began(tmp_path):
+    # A rate change is seen a window after it happened: its grace runs from the window's start,
+    # not from when it was seen (the late ones after the change's own grace count).
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 4.0, rate_hz=40.0)
+    before_s = gov._workload_since_s
+    drive_settle(gov, platform, clock, 3.0, rate_hz=10.0)
+    assert gov._workload_since_s > before_s, "the rate change was not seen"
+    assert gov._counted_from_s < gov._workload_since_s + 2.0
+
+
+def test_a_preset_changes_long_transient_gets_no_longer_window():
+    # A slow stream's window is stretched to hold one miss of a move within the preset; a move
+    # across presets (a transient of hundreds of ms) costs more than that window holds at 1 %.
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    fast = stream(60.0, 0)
+    assert miss_cost(60.0, 0.34) > TAIL_SHARE * 60.0 * 30.0 > miss_cost(60.0, 0.04)
+    assert unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0) == ""  # stretched for it
+    assert "late budget" in unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0,
+                                              clocks_settle_s=0.04)
+    assert unaffordable_miss(Prediction(False), [fast], 0.04, set(), 1.0, 30.0, clocks_settle_s=0.04) == ""
