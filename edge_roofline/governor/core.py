@@ -67,7 +67,7 @@ class Governor:
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
         self._counted_from_s = now + config.change_grace_s  # late ones count from then on (a change's grace)
-        self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix
+        self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix (late_budget)
         self._explore_left = config.explore_budget
         self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
@@ -117,7 +117,7 @@ class Governor:
         s.note_seen(timestamp_s)
         if not s.active:
             s.active = True
-            if timestamp_s > self._start_grace_s:  # it may leave as soon as it came (Stream.late_budget)
+            if self._seen_any and timestamp_s > self._start_grace_s:  # it may leave as soon as it came
                 s.counted_since_s = timestamp_s + self.config.change_grace_s
             if self._seen_any:  # the set of streams sharing the device changed
                 self._workload_changed(s)

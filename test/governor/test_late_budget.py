@@ -203,9 +203,16 @@ def test_only_a_stream_that_joins_a_running_mix_is_counted_from_its_join(tmp_pat
     gov, platform, clock = make(tmp_path / "start", change_grace_s=2.0)
     gov.observe_inference(0.005, clock.now_s() + 0.1)
     assert next(iter(gov.streams.values())).counted_since_s == -math.inf
-    gov, platform, clock = make(tmp_path / "join", change_grace_s=2.0)
-    gov.observe_inference(0.005, clock.now_s() + 5.0)
-    assert next(iter(gov.streams.values())).counted_since_s == pytest.approx(clock.now_s() + 5.0 + 2.0)
+    two = [{"name": n, "target_latency_ms": 20.0, "percentile": 95.0} for n in ("a", "b")]
+    gov, platform, clock = make(tmp_path / "join", change_grace_s=2.0, streams=two)
+    gov.observe_inference(0.005, clock.now_s() + 0.1, stream="a")
+    gov.observe_inference(0.005, clock.now_s() + 0.5, stream="b")  # inside the start's grace
+    gov.observe_inference(0.005, clock.now_s() + 5.0, stream="a")
+    gov.stream_left("b")
+    assert gov.streams["b"].counted_since_s == -math.inf
+    gov.observe_inference(0.005, clock.now_s() + 5.0, stream="b")  # back: a join
+    assert gov.streams["a"].counted_since_s == -math.inf
+    assert gov.streams["b"].counted_since_s == pytest.approx(clock.now_s() + 5.0 + 2.0)
 
 
 def test_a_rate_change_seen_in_a_window_is_graced_from_when_the_window_began(tmp_path):
