@@ -117,9 +117,9 @@ class Governor:
         s.note_seen(timestamp_s)
         if not s.active:
             s.active = True
-            if self._seen_any and timestamp_s > self._start_grace_s:  # it may leave as soon as it came
-                s.counted_since_s = timestamp_s + self.config.change_grace_s
             if self._seen_any:  # the set of streams sharing the device changed
+                if timestamp_s > self._start_grace_s:  # it joined a running mix: it may leave as soon
+                    s.counted_since_s = timestamp_s + self.config.change_grace_s
                 self._workload_changed(s)
             self._seen_any = True
         if not plausible_latency(latency_s, self.config.safety):
