@@ -270,7 +270,9 @@ class GovernorConfig:
                                          "that may miss is paid from that budget")
     change_grace_s: float = setting(2.0, "late inferences this soon after a workload change (model, rate, target, "
                                          "streams) are the change's: the late budget does not count them")
-    expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long")
+    expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long; a "
+                                            "stream that joins a running mix is expected to stay at least this "
+                                            "long (its late budget)")
     dwell_s: float = setting(3.0, "minimum time at a point before an energy-driven move")
     hysteresis: float = setting(0.03, "move only for a predicted energy saving above this fraction")
     calibration_interval_s: float = setting(1.0, "how often measured windows feed the predictor")

@@ -66,6 +66,8 @@ class Governor:
         self._power = PowerWindow()  # at the current point, once the last move settled
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
+        self._counted_from_s = now + config.change_grace_s  # late ones count from then on (a change's grace)
+        self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix (late_budget)
         self._explore_left = config.explore_budget
         self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
@@ -116,14 +118,16 @@ class Governor:
         if not s.active:
             s.active = True
             if self._seen_any:  # the set of streams sharing the device changed
+                if timestamp_s > self._start_grace_s:  # it joined a running mix: it may leave as soon
+                    s.counted_since_s = timestamp_s + self.config.change_grace_s
                 self._workload_changed(s)
             self._seen_any = True
         if not plausible_latency(latency_s, self.config.safety):
             self.safety.note_implausible(timestamp_s, f"latency {latency_s!r} s"
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return False
-        s.note_inference(latency_s, timestamp_s)
         start_s = timestamp_s - latency_s
+        s.note_inference(latency_s, timestamp_s, counted=start_s >= self._counted_from_s)
         self.move.learn(s.name, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
@@ -202,27 +206,30 @@ class Governor:
             s.active = False
             self._workload_changed(s)
 
-    def _new_target(self, forget_mixes: bool = True) -> None:
-        """Measurements hold, not verdicts: exploring again, each stream with a new late budget."""
+    def _new_target(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
+        """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are
+        the change's, from ``changed_s`` (None: now; earlier for a change seen in a window)."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
+        grace_s = (self._workload_since_s if changed_s is None else changed_s) + self.config.change_grace_s
+        self._counted_from_s = max(self._counted_from_s, grace_s)
         self.findings.forget_verdicts()
-        for s in self.streams.values():
-            s.late_at_s.clear()
         if forget_mixes:
             self.learned.mixes.clear()
 
-    def _new_workload(self, forget_mixes: bool = True) -> None:
+    def _new_workload(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
         """Model, rate or behaviour changed: exploration starts again, every point unmeasured.
         ``forget_mixes`` False: other mixes' findings are kept (a restored miss is caught as any)."""
-        self._new_target(forget_mixes)
+        self._new_target(forget_mixes, changed_s)
         self.findings.measured.clear()
 
     def _surprised(self, streams: list[Stream], slower: bool) -> None:
         """The work of ``streams`` changed unannounced (another process on the GPU, other input
-        content): points are unmeasured again, verdicts that still hold stay (Learned.surprised)."""
-        kept = self.learned.surprised(streams, slower)
+        content): points are unmeasured again, verdicts that still hold stay (Learned.surprised).
+        It grants no grace: nothing told of a change, and the late ones count."""
+        kept, counted_from_s = self.learned.surprised(streams, slower), self._counted_from_s
         self._new_workload(forget_mixes=False)
+        self._counted_from_s = counted_from_s  # no grace: a change seen only in the governor's own errors
         self.learned.findings = kept
 
     def _workload_changed(self, changed: Stream) -> None:
@@ -314,16 +321,17 @@ class Governor:
             return decide(Transition.WAIT, State.WAITING, self.current, "calibrating: no energy measured yet", current)
         # measure: a stopgap until it is measured, the chosen point for its dwell
         dwell_over = now_s - self.move.time_s >= cfg.dwell_s or \
-            (state in PROVISIONAL and self._measured_here(now_s, active))
+            (state in PROVISIONAL and self.learned.measured_here(now_s, active, self.move, cfg.window_s))
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
         met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
         choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
-        settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
+        domains = domains_changed(self.device, self.current, choice.prediction.point)
+        settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
         safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
         if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s,
-                                                  self._workload_since_s + cfg.change_grace_s):
+                                                  self._counted_from_s, cfg.expected_dwell_s, clocks_s):
             choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
         target = choice.prediction.point
         # hold
@@ -409,12 +417,3 @@ class Governor:
         by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
                                                                self.findings.measured)}
         return by_name, by_name.get(self.current.name) or predict_point(self.current, loads, self.energy)
-
-    def _measured_here(self, now_s: float, active: list[Stream]) -> bool:
-        """The current point has been measured: every active stream calibrated here, or, when a
-        slow stream has not filled its window within window_s, the others. (A point left as soon
-        as the fastest stream is measured would teach the slow one's predictor nothing.)"""
-        here = self.learned.calibrated_here
-        if all(s.name in here for s in active):
-            return True
-        return bool(here) and now_s - max(self.move.settled_s(), self.move.time_s) >= self.config.window_s

@@ -52,14 +52,24 @@ class Learned:
         self.calibrated_in_mix.clear()
         return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
 
+    def measured_here(self, now_s: float, active: list[Stream], move, window_s: float) -> bool:
+        """The current point has been measured since ``move`` (moves.Move) settled: every active
+        stream calibrated here, or, when a slow stream has not filled its window within
+        ``window_s``, the others. (A point left as soon as the fastest stream is measured would
+        teach the slow one's predictor nothing.)"""
+        here = self.calibrated_here
+        if all(s.name in here for s in active):
+            return True
+        return bool(here) and now_s - max(move.settled_s(), move.time_s) >= window_s
+
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
                   active: list[Stream], windows, power_w: float, surprised: Callable[[list[Stream], bool], None],
-                  rate_changed: Callable[[], None]) -> None:
+                  rate_changed: Callable[..., None]) -> None:
         """Each measured window feeds its stream's predictor (the contention it saw taken out)
         and, once every active stream has one, the shared power model. ``unvisited``: ``point``
         had not been measured under this workload before the move to it. ``surprised(streams,
-        slower)``: their work changed unannounced; ``rate_changed()``: an input rate moved far
-        enough to re-rank the points."""
+        slower)``: their work changed unannounced; ``rate_changed(changed_s=)``: an input rate
+        moved far enough to re-rank the points, at the latest when the window showing it began."""
         measured = [s for s in active if windows[s.name] is not None]
         first_here = any(s.name not in self.calibrated_here for s in measured)
         if not measured or (not first_here and now_s - self.last_calibration_s < config.calibration_interval_s):
@@ -87,7 +97,7 @@ class Learned:
                 surprised([s], mean > before)
             last_rate = s.calibrated_rate_hz
             if last_rate is not None and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
-                rate_changed()  # the energy ranking moves with the rate
+                rate_changed(changed_s=float(w.finish_s[0]))  # the energy ranking moves with the rate
             s.calibrated_rate_hz = rate_hz
             s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
                                latency_var_s2=service.service_var_s2)

@@ -101,7 +101,8 @@ class Stream:
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
-        self.late_at_s: deque[float] = deque()  # when the late ones finished (the late budget's window)
+        self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
+        self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -188,11 +189,12 @@ class Stream:
             return self.measured_percentile_s(window)
         return None if calibration is None else float(calibration.latencies_s.max())
 
-    def note_inference(self, latency_s: float, timestamp_s: float = 0.0) -> None:
+    def note_inference(self, latency_s: float, timestamp_s: float = 0.0, counted: bool = True) -> None:
+        """``counted`` False: in a workload change's grace, the change's (not the budget's)."""
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
-        if self.late_now:
+        if self.late_now and counted:
             self.late_at_s.append(timestamp_s)
 
     def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
@@ -203,14 +205,18 @@ class Stream:
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s), timestamp_s, memory_s)
 
-    def late_budget(self, now_s: float, window_s: float, counted_from_s: float = -math.inf) -> float:
+    def late_budget(self, now_s: float, window_s: float, stay_s: float = 0.0) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of its
-        inferences over any ``window_s`` are late (what its target promises; a stream that has
-        just started borrows from the window ahead): what a move that may miss can spend. Late
-        ones before ``counted_from_s`` (a workload change's grace) are the change's."""
+        inferences over any ``window_s`` are late (what its target promises): what a move that
+        may miss can spend. The streams the governor started with borrow from the window ahead
+        (they are the deployment's); one that joined a running mix (``counted_since_s``) only
+        as long again as it has been counted, or ``stay_s`` if longer: it may leave as soon as
+        it came, and its promise covers the inferences it had."""
         while self.late_at_s and self.late_at_s[0] < now_s - window_s:
             self.late_at_s.popleft()
-        return TAIL_SHARE * self.rate_hz() * window_s - sum(t >= counted_from_s for t in self.late_at_s)
+        counted_s = max(now_s - self.counted_since_s, 0.0)
+        window_s = min(window_s, counted_s + max(counted_s, stay_s))
+        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that

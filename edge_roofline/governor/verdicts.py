@@ -86,12 +86,16 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
 
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
-                      counted_from_s: float = -math.inf) -> str:
+                      counted_from_s: float = -math.inf, stay_s: float = 0.0,
+                      clocks_settle_s: float | None = None) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
-    that may miss there has a late budget (over ``window_s``, late ones from ``counted_from_s``)
-    short of its ``miss_cost``."""
+    that may miss there has a late budget (over ``window_s``) short of what a miss would cost
+    it from ``counted_from_s`` on (the end of a workload change's grace: late ones before it
+    are the change's). ``stay_s``: how long a stream that just joined is expected to stay at
+    least (``Stream.late_budget``). ``clocks_settle_s``: the move's settle time without a preset
+    change's (default ``settle_s``)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
@@ -99,12 +103,19 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
         rate_hz = s.rate_hz()
         cost = miss_cost(rate_hz, settle_s)
+        # The miss's late ones come one period apart from now: those before counted_from_s are free.
+        counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
+        if counted <= 0:
+            continue
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
-        # counted over the shortest window that does (one miss per window, still TAIL_SHARE).
-        window = max(window_s, cost / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
-        budget = s.late_budget(now_s, window, counted_from_s)
-        if budget < cost:
-            return f"a miss would cost {s.name} {cost:.0f} late inference(s), its late budget is {max(budget, 0.0):.1f}"
+        # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
+        # a miss of a move within the preset: a preset change's long transient is paid as it is.
+        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s)
+        window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
+        budget = s.late_budget(now_s, window, stay_s)
+        if budget < counted:
+            return (f"a miss would cost {s.name} {counted:.0f} late inference(s), "
+                    f"its late budget is {max(budget, 0.0):.1f}")
     return ""
 
 

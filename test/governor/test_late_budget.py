@@ -3,6 +3,7 @@ inferences late, so a move that may miss is made only while every stream can pay
 backlog that grows after a move is the point's, not the move's; and no move for energy is made
 while a stream's queue is still draining a late inference."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -143,9 +144,95 @@ def test_a_slow_stream_can_always_afford_one_miss_per_window_that_holds_it():
     assert unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0 + cost / (TAIL_SHARE * 15.0), 30.0) == ""
 
 
-def test_late_inferences_in_a_changes_grace_are_the_changes():
-    # A workload change's own transient (the grace after it) is not paid from the late budget.
+def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
+    # A workload change's own transient (the grace after it) is not paid from the late budget:
+    # late ones inside it are not counted, and a miss whose late ones all fall inside it is free.
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    s = Stream(StreamConfig(name="s", target_latency_ms=10.0, percentile=95.0))
+    s.calibrated_rate_hz = 30.0
+    for _ in range(6):
+        s.note_inference(0.02, 0.0, counted=False)
+    assert s.late == 6 and s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)
+    spent = stream(30.0, 9)  # its whole budget spent
+    cost_s = miss_cost(30.0, 0.08) / 30.0  # how long a miss's late ones take to come
+    assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s / 2)
+    assert unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s) == ""
+    # the governor: an inference started in a change's grace is not counted, one after it is
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    gov.set_target(10.0, 95.0)
+    st = next(iter(gov.streams.values()))
+    gov.observe_inference(0.05, clock.now_s() + 1.0)
+    assert st.late == 1 and not st.late_at_s
+    gov.observe_inference(0.05, clock.now_s() + 2.5)
+    assert list(st.late_at_s) == [clock.now_s() + 2.5]
+
+
+def test_a_stream_that_just_joined_borrows_from_the_window_ahead_only_as_long_again():
+    # 1 % is promised over the inferences a stream has: one that joined 1 s ago may leave in
+    # 1 s more, so its budget covers 2 s of inferences, not a whole window's.
     from edge_roofline.governor.verdicts import unaffordable_miss
-    s = stream(30.0, 6)  # late at t = 0, inside the grace of a change at t = -1 (2 s)
-    assert "late budget" in unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0)
-    assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0, counted_from_s=-1.0 + 2.0) == ""
+    young = stream(30.0, 0)
+    young.counted_since_s = 0.0
+    assert young.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 2.0)
+    assert young.late_budget(-1.0, 30.0) == 0.0  # not counted yet (its join's grace)
+    assert young.late_budget(20.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # a whole window's
+    assert "late budget" in unaffordable_miss(Prediction(False), [young], 0.08, set(), 1.0, 30.0)
+    assert unaffordable_miss(Prediction(False), [young], 0.08, set(), 20.0, 30.0) == ""
+
+
+def test_a_change_the_governor_only_infers_grants_no_grace(tmp_path):
+    # A surprise (the work changed unannounced, seen in the governor's own errors) restarts
+    # exploration, but its late ones count: nothing told the caller a change was under way.
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 3.0)
+    st = next(iter(gov.streams.values()))
+    counted_before = len(st.late_at_s)
+    gov._surprised([st], True)
+    gov.observe_inference(1.0, clock.now_s() + 0.5)  # started after the surprise, inside what a grace would be
+    assert len(st.late_at_s) == counted_before + 1
+    gov.set_target(30.0, 95.0)  # a change told: its grace holds
+    gov.observe_inference(1.0, clock.now_s() + 1.5)
+    assert len(st.late_at_s) == counted_before + 1
+
+
+def test_only_a_stream_that_joins_a_running_mix_is_counted_from_its_join(tmp_path):
+    # The streams the governor starts with (seen inside its start's grace) are the deployment's:
+    # they borrow from the window ahead; one first seen later may leave as soon as it came.
+    (tmp_path / "start").mkdir()
+    (tmp_path / "join").mkdir()
+    gov, platform, clock = make(tmp_path / "start", change_grace_s=2.0)
+    gov.observe_inference(0.005, clock.now_s() + 0.1)
+    assert next(iter(gov.streams.values())).counted_since_s == -math.inf
+    two = [{"name": n, "target_latency_ms": 20.0, "percentile": 95.0} for n in ("a", "b")]
+    gov, platform, clock = make(tmp_path / "join", change_grace_s=2.0, streams=two)
+    gov.observe_inference(0.005, clock.now_s() + 0.1, stream="a")
+    gov.observe_inference(0.005, clock.now_s() + 0.5, stream="b")  # inside the start's grace
+    gov.observe_inference(0.005, clock.now_s() + 5.0, stream="a")
+    gov.stream_left("b")
+    assert gov.streams["b"].counted_since_s == -math.inf
+    gov.observe_inference(0.005, clock.now_s() + 5.0, stream="b")  # back: a join
+    assert gov.streams["a"].counted_since_s == -math.inf
+    assert gov.streams["b"].counted_since_s == pytest.approx(clock.now_s() + 5.0 + 2.0)
+
+
+def test_a_rate_change_seen_in_a_window_is_graced_from_when_the_window_began(tmp_path):
+    # A rate change is seen a window after it happened: its grace runs from the window's start,
+    # not from when it was seen (the late ones after the change's own grace count).
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 4.0, rate_hz=40.0)
+    before_s = gov._workload_since_s
+    drive_settle(gov, platform, clock, 3.0, rate_hz=10.0)
+    assert gov._workload_since_s > before_s, "the rate change was not seen"
+    assert gov._counted_from_s < gov._workload_since_s + 2.0
+
+
+def test_a_preset_changes_long_transient_gets_no_longer_window():
+    # A slow stream's window is stretched to hold one miss of a move within the preset; a move
+    # across presets (a transient of hundreds of ms) costs more than that window holds at 1 %.
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    fast = stream(60.0, 0)
+    assert miss_cost(60.0, 0.34) > TAIL_SHARE * 60.0 * 30.0 > miss_cost(60.0, 0.04)
+    assert unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0) == ""  # stretched for it
+    assert "late budget" in unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0,
+                                              clocks_settle_s=0.04)
+    assert unaffordable_miss(Prediction(False), [fast], 0.04, set(), 1.0, 30.0, clocks_settle_s=0.04) == ""
