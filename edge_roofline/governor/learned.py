@@ -86,7 +86,11 @@ class Learned:
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 surprised([s], mean > before)
             last_rate = s.calibrated_rate_hz
-            if last_rate is not None and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
+            # Decode steps come in bursts, one per answer: their window's rate says where it fell
+            # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
+            # the prefill stream's, checked there.
+            if last_rate is not None and s.config.phase != "decode" \
+                    and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
                 rate_changed()  # the energy ranking moves with the rate
             s.calibrated_rate_hz = rate_hz
             s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
