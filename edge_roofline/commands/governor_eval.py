@@ -18,8 +18,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import json
-
     from edge_roofline.governor.eval.generation_scenario import is_generation_scenario
 
     from edge_roofline.governor.eval import evaluate, format_evaluation, load_scenario
@@ -30,27 +28,35 @@ def run(args) -> int:
         return run_generation(args, path)
     evaluation = evaluate(load_scenario(args.scenario))
     print(format_evaluation(evaluation))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(evaluation.to_dict(), f, indent=2)
-        print(f"wrote {args.json}")
+    _write_json(args.json, evaluation.to_dict())
     if args.plot:
         plot(evaluation, args.plot)
         print(f"wrote {args.plot}")
     return 0
 
 
+def _write_json(path: str | None, data: dict) -> None:
+    import json
+
+    if path:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2)
+        print(f"wrote {path}")
+
+
 def run_generation(args, path) -> int:
-    from edge_roofline.governor.eval.generation import evaluate, load_generation_scenario, table
+    from edge_roofline.governor.eval.generation import evaluate, load_generation_scenario, table, to_dict
     from edge_roofline.governor.eval.scenario import ScenarioError
 
-    if args.json or args.plot:
-        raise ScenarioError(f"{path.name} is a language model's scenario: --json and --plot are not built for "
-                            f"those yet; drop them (the table holds every number)")
+    if args.plot:
+        raise ScenarioError(f"{path.name} is a language model's scenario: --plot is not built for those yet; "
+                            f"drop it (--json and the table hold every number)")
     if args.seeds < 1:
         raise ScenarioError(f"--seeds must be >= 1, got {args.seeds}")
     sc = load_generation_scenario(path)
-    print(table(sc, evaluate(sc, tuple(range(args.seeds)))))
+    runs = evaluate(sc, tuple(range(args.seeds)))
+    print(table(sc, runs))
+    _write_json(args.json, to_dict(sc, runs))
     return 0
 
 
