@@ -302,7 +302,7 @@ class Governor:
                           f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         if state is State.SETTLING:
             state = self._after_settle
-        self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, power_w,
+        self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,
                                self._surprised, self._new_workload)
         by_name, current = self._predict_all(active, windows)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,

@@ -36,7 +36,7 @@ from .pointwise import PointwisePower, PointwisePredictor
 from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
 from .rules import Dominance
-from .streams import Stream, StreamWindow
+from .streams import Stream, StreamWindow, answer_rate_hz
 from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
                         energy_prior, point_dynamics, power_terms, sustained_rate)
 
@@ -55,6 +55,12 @@ class StreamLoad:
     predictor: Predictor | PointwisePredictor
     engine: str = ""  # phase streams of one language model share it (their stats topic); "" none
     phase: str = ""  # StreamConfig.phase
+    answer_rate_hz: float | None = None  # a decode stream's steps per second over time (streams.answer_rate_hz)
+
+    @property
+    def power_rate_hz(self) -> float:
+        """The rate its energy is spent at over time (a decode stream's bursts averaged out)."""
+        return self.rate_hz if self.answer_rate_hz is None else min(self.answer_rate_hz, self.rate_hz)
 
 
 def contention(loads: list[StreamLoad]) -> tuple[list[float], float]:
@@ -136,15 +142,15 @@ class JointEnergy:
         """(power W, std) with ``loads`` running at ``point``. Contention stretches latency, not
         GPU work, so the solo latencies drive the busy terms."""
         if self.pointwise is not None:
-            return self.pointwise.predict(point, sum(s.rate_hz * s.solo.latency_s for s in loads))
+            return self.pointwise.predict(point, sum(s.power_rate_hz * s.solo.latency_s for s in loads))
         if self.model is None:
             return math.nan, math.inf
-        x, dyn = self._vector(point, [(s.predictor, s.solo.latency_s, s.rate_hz) for s in loads])
+        x, dyn = self._vector(point, [(s.predictor, s.solo.latency_s, s.power_rate_hz) for s in loads])
         mean, var = self.model.predict(x)
         mean = max(mean, 1e-9)
         # The latency's uncertainty reaches power through the busy terms.
         busy_w = busy_power_w(self.model.mean, dyn)
-        latency_var = sum((s.rate_hz * busy_w * s.solo.latency_std_s) ** 2 for s in loads)
+        latency_var = sum((s.power_rate_hz * busy_w * s.solo.latency_std_s) ** 2 for s in loads)
         return mean, math.sqrt(var + (ENERGY_MODEL_REL_ERR * mean) ** 2 + latency_var)
 
 
@@ -159,7 +165,8 @@ def stream_loads(point: OperatingPoint, streams: list[tuple[Stream, StreamWindow
             (1.0 / s.last_gap_s if s.last_gap_s > 0 else None)
         solo = s.predictor.predict(point, rate_hz)
         loads.append(StreamLoad(s.name, solo, s.predictor.gpu_time_s(point), solo.input_rate_hz, s.predictor,
-                                engine=s.config.engine, phase=s.config.phase))
+                                engine=s.config.engine, phase=s.config.phase,
+                                answer_rate_hz=answer_rate_hz(s, [o for o, _ in streams])))
     return loads
 
 

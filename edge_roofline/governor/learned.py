@@ -16,7 +16,7 @@ from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
 from .policy import MAX_UTILISATION
-from .streams import Stream
+from .streams import PowerWindow, Stream, StreamWindow
 
 
 class Learned:
@@ -63,7 +63,7 @@ class Learned:
         return bool(here) and now_s - max(move.settled_s(), move.time_s) >= window_s
 
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
-                  active: list[Stream], windows, power_w: float, surprised: Callable[[list[Stream], bool], None],
+                  active: list[Stream], windows, power: PowerWindow, surprised: Callable[[list[Stream], bool], None],
                   rate_changed: Callable[..., None]) -> None:
         """Each measured window feeds its stream's predictor (the contention it saw taken out)
         and, once every active stream has one, the shared power model. ``unvisited``: ``point``
@@ -96,12 +96,16 @@ class Learned:
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 surprised([s], mean > before)
             last_rate = s.calibrated_rate_hz
-            if last_rate is not None and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
+            # Decode steps come in bursts, one per answer: their window's rate says where it fell
+            # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
+            # the prefill stream's, checked there.
+            if last_rate is not None and s.config.phase != "decode" \
+                    and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
                 rate_changed(changed_s=float(w.finish_s[0]))  # the energy ranking moves with the rate
             s.calibrated_rate_hz = rate_hz
             s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
                                latency_var_s2=service.service_var_s2)
-            observed.append((s.predictor, mean, rate_hz))
+            observed.append((s.predictor, mean, power_rate_hz(s, w, power, now_s) or rate_hz))
         self.calibrated_here.update(s.name for s in measured)
         self.calibrated_in_mix.update(s.name for s in measured)
         self.findings.measured.add(point.name)
@@ -114,7 +118,7 @@ class Learned:
                 if not math.isfinite(solo.latency_s):
                     return  # nothing known about its share (learned by measuring, none yet)
                 observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
-        self.energy.update(point, power_w, observed)
+        self.energy.update(point, power.mean_w(now_s - config.window_s), observed)
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
@@ -145,3 +149,12 @@ class Learned:
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
                 self.findings.near.add(point.name)  # every target met, not every margin
         return violations
+
+
+def power_rate_hz(s: Stream, window: StreamWindow, power: PowerWindow, now_s: float) -> float | None:
+    """A language model's phase comes in bursts: the power window's mean holds as much of
+    them as finished within it, so its busy share is those over the time it covers (the
+    window's own rate is the rate inside a burst). None: no phase stream, or no reading."""
+    if not s.config.phase or window.finish_s is None or not now_s > power.first_s:
+        return None
+    return float((window.finish_s >= power.first_s).sum()) / (now_s - power.first_s)

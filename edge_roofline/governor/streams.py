@@ -69,11 +69,27 @@ class PowerWindow:
     def clear(self) -> None:
         self._readings.clear()
 
+    @property
+    def first_s(self) -> float:
+        """When the first reading kept was taken (NaN: none)."""
+        return self._readings[0][0] if self._readings else math.nan
+
     def mean_w(self, since_s: float) -> float:
         """Mean of the readings since ``since_s`` (older ones are dropped); NaN: none."""
         while self._readings and self._readings[0][0] < since_s:
             self._readings.popleft()
         return float(np.mean([w for _, w in self._readings])) if self._readings else math.nan
+
+
+def answer_rate_hz(s: Stream, streams) -> float | None:
+    """A decode stream's steps per second over time: its engine's request rate (the prefill
+    stream's) times the steps per answer seen. Its window's rate is the rate inside an answer
+    (the steps come in bursts), right for what a step contends with, not for the energy spent
+    between answers. None: no decode stream, or no request seen yet."""
+    prefill = next((o for o in streams if o.config.phase == "prefill" and o.config.engine == s.config.engine), None)
+    if s.config.phase != "decode" or prefill is None or not prefill.inferences or prefill.rate_hz() <= 0:
+        return None
+    return prefill.rate_hz() * s.inferences / prefill.inferences
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`edge-roofline governor-eval`: the SIMULATION table, the JSON and the plot."""
+"""`edge-roofline governor-eval`: the SIMULATION table, the JSON and the plot (frames and language models)."""
 
 import json
 
@@ -35,9 +35,20 @@ def test_cli_runs_a_language_model_scenario_by_its_content_in_the_same_table(tmp
     assert "| policy | mJ / output token | vs MAXN | vs oracle | TTFT p95 ms" in text
     for policy in ("maxn", "best_static", "oracle", "governor"):
         assert f"| {policy} |" in text
-    assert main(["governor-eval", str(scenario), "--json", str(tmp_path / "r.json")]) == 2
+    out_json, out_png = tmp_path / "r.json", tmp_path / "r.png"
+    assert main(["governor-eval", str(scenario), "--seeds", "2", "--json", str(out_json),
+                 "--plot", str(out_png)]) == 0
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads(out_json.read_text())
+    assert data["label"] == "SIMULATION" and data["scenario"] == "chat" and data["targets_ms"] == {"TTFT": 10, "TPOT": 2}
+    assert set(data["policies"]) == {"maxn", "best_static", "oracle", "governor"}
+    for policy in data["policies"].values():
+        assert policy["seeds"] == 2 and policy["energy_per_output_token_j"] > 0
+        assert set(policy["targets"]) == {"TTFT", "TPOT"} and 0 <= policy["targets"]["TPOT"]["over_rate"] <= 1
+    assert data["policies"]["maxn"]["vs_maxn"] == 1.0 and data["policies"]["oracle"]["vs_oracle"] == 1.0
+    assert main(["governor-eval", str(scenario), "--seeds", "0"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "language model's scenario: --json and --plot are not built" in err
+    assert "\n" not in err and "--seeds must be >= 1, got 0" in err
 
 
 def test_a_shipped_language_model_scenario_is_found_by_name():

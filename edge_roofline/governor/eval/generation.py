@@ -72,6 +72,30 @@ def meets(sc: GenerationScenario, run: Run) -> bool:
     return all(rate <= MAX_VIOLATION_RATE for rate in over_rates(sc, [run]).values())
 
 
+def summary(sc: GenerationScenario, runs: list[Run]) -> dict[str, dict]:
+    """Per policy, over its seeds: energy per output token (against MAXN and the oracle), each
+    target's p95 and share of samples over it, the mean switches and the points (the table's
+    numbers, and the CLI's JSON)."""
+    by: dict[str, list[Run]] = {}
+    for r in runs:
+        by.setdefault(r.policy, []).append(r)
+    maxn = np.mean([r.energy_per_token_j for r in by["maxn"]])
+    oracle = np.mean([r.energy_per_token_j for r in by["oracle"]]) if "oracle" in by else math.nan
+    out = {}
+    for policy, rs in by.items():
+        e = float(np.mean([r.energy_per_token_j for r in rs]))
+        over = over_rates(sc, rs)
+        per_target = {}
+        for label, attr, _ in targets(sc):
+            samples = np.concatenate([getattr(r, attr) for r in rs] + [np.array([math.nan])])
+            per_target[label] = {"p95_latency_ms": float(np.nanpercentile(samples, 95) * 1e3) if len(samples) > 1
+                                 else math.nan, "over_rate": over[label]}
+        out[policy] = {"energy_per_output_token_j": e, "vs_maxn": float(e / maxn), "vs_oracle": float(e / oracle),
+                       "targets": per_target, "switches": float(np.mean([r.switches for r in rs])),
+                       "points": sorted({f"{k}: {v}" for r in rs for k, v in r.points.items()}), "seeds": len(rs)}
+    return out
+
+
 def table(sc: GenerationScenario, runs: list[Run]) -> str:
     """A Markdown table: energy per output token against MAXN and the oracle, and each target's
     p95 and share of samples over it."""
@@ -85,22 +109,25 @@ def table(sc: GenerationScenario, runs: list[Run]) -> str:
              "| policy | mJ / output token | vs MAXN | vs oracle | "
              + " | ".join(f"{h} p95 ms | {h} over" for h in heads) + " | switches | points |",
              "|---" * (6 + 2 * len(heads)) + "|"]
-    by: dict[str, list[Run]] = {}
-    for r in runs:
-        by.setdefault(r.policy, []).append(r)
-    maxn = np.mean([r.energy_per_token_j for r in by["maxn"]])
-    oracle = np.mean([r.energy_per_token_j for r in by["oracle"]]) if "oracle" in by else math.nan
-    for policy, rs in by.items():
-        e = np.mean([r.energy_per_token_j for r in rs])
-        over = over_rates(sc, rs)
-        cells = []
-        for label, attr, _ in targets(sc):
-            samples = np.concatenate([getattr(r, attr) for r in rs] + [np.array([math.nan])])
-            cells.append(f"{np.nanpercentile(samples, 95) * 1e3:.3f} | {over[label]:.1%}")
-        points = "; ".join(sorted({f"{k}: {v}" for r in rs for k, v in r.points.items()}))
-        lines.append(f"| {policy} | {e * 1e3:.3f} | {e / maxn:.3f} | {e / oracle:.3f} | " + " | ".join(cells)
-                     + f" | {np.mean([r.switches for r in rs]):.0f} | {points} |")
+    for policy, p in summary(sc, runs).items():
+        cells = [f"{t['p95_latency_ms']:.3f} | {t['over_rate']:.1%}" for t in p["targets"].values()]
+        lines.append(f"| {policy} | {p['energy_per_output_token_j'] * 1e3:.3f} | {p['vs_maxn']:.3f} | "
+                     f"{p['vs_oracle']:.3f} | " + " | ".join(cells) + f" | {p['switches']:.0f} | "
+                     + "; ".join(p["points"]) + " |")
     return "\n".join(lines)
+
+
+def to_dict(sc: GenerationScenario, runs: list[Run]) -> dict:
+    """The CLI's JSON (``governor-eval --json``): the scenario and ``summary``; NaN (a target
+    without samples) as null."""
+    def clean(v):
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        return None if isinstance(v, float) and math.isnan(v) else v
+
+    return clean({"label": "SIMULATION", "scenario": sc.name, "device": sc.device,
+                  "targets_ms": {label: target_s * 1e3 for label, _, target_s in targets(sc)},
+                  "policies": summary(sc, runs)})
 
 
 def results_section(tables: list[str], command: str, commit: str, date_utc: str) -> str:

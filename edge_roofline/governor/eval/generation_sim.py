@@ -66,6 +66,14 @@ class Run:
     phase_time_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(LM_PHASES, 0.0))
     switches: int = 0
     points: dict[str, str] = field(default_factory=dict)  # hindsight: per phase; governor: in force at the end
+    end_s: dict[str, list[float]] = field(default_factory=dict)  # per samples field (ttft_s ...): when each ended
+    power: list[tuple[float, float]] = field(default_factory=list)  # (t, W) as sampled (platform.sample())
+    moves: list[tuple[float, str]] = field(default_factory=list)  # (t, point) of every point applied
+
+    def add(self, samples: str, latency_s: float, end_s: float) -> None:
+        """A sample of ``samples`` (``ttft_s``, ``tpot_s`` or ``detector_s``) that ended at ``end_s``."""
+        getattr(self, samples).append(latency_s)
+        self.end_s.setdefault(samples, []).append(end_s)
 
     @property
     def energy_per_token_j(self) -> float:
@@ -85,6 +93,13 @@ class _Sim:
         self.board = VirtualBoard(sc.device, mode_id=max_clock_preset(sc.device).mode_id, seed=sc.seed,
                                   clock=self.clock)
         self.platform = VirtualPlatform(self.board)
+        apply = self.platform.apply
+
+        def applied(point) -> None:  # every move, the governor's or the oracle's, for the plot
+            apply(point)
+            run.moves.append((self.board.now_s, point.name))
+
+        self.platform.apply = applied
         self.shared = Contention(self.board)
         self.governor: Governor | None = None
         self.rng = random.Random(sc.seed + 1)
@@ -140,7 +155,7 @@ class _Sim:
                     if name != _LM:
                         arrival_s, phases = self.frame
                         self.frame = None
-                        self.run.detector_s.append(t - arrival_s)
+                        self.run.add("detector_s", t - arrival_s, t)
                         self.run.frame_phases.append(frozenset(phases))
                         self._observe(t - arrival_s, "detector")
                 if _LM in ended:
@@ -148,6 +163,7 @@ class _Sim:
                 continue
             if t == self.next_sample:
                 s = self.platform.sample()
+                self.run.power.append((t, s.total_power_w))
                 if self.governor is not None:
                     self.governor.observe_power(s.total_power_w, t, s.temperatures_c)
                 self.next_sample = self._period()
@@ -197,12 +213,12 @@ def simulate(sc: GenerationScenario, policy: str, points: dict[str, Any] | None 
         sim.advance(arrival_s)  # idle until it arrives (a late request starts at once: it queued)
         enter("prefill")
         sim.run_step(prefill)
-        run.ttft_s.append(sim.board.now_s - arrival_s)
+        run.add("ttft_s", sim.board.now_s - arrival_s, sim.board.now_s)
         sim._observe(run.ttft_s[-1], "ttft")
         if decodes:
             enter("decode")
         for cost in decodes:
-            run.tpot_s.append(sim.run_step(cost))
+            run.add("tpot_s", sim.run_step(cost), sim.board.now_s)
             sim._observe(run.tpot_s[-1], "tpot")
         run.tokens += 1 + len(decodes)
         run.requests += 1
