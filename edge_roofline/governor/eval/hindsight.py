@@ -135,7 +135,8 @@ class Hindsight:
         rates) among points where every stream meets its target as the governor must
         (percentile and violation rate; the point least late when none does), confirmed over
         HINDSIGHT_CONFIRM_S with the scenario's outlier bursts (the cheapest point whose longer
-        run still meets, as far as the least late point does; the result is the longer run's). ``margin``: held to the governor's safety rules too (``StreamResult.meets``)."""
+        run still meets, as far as the least late point does; the result is the longer run's).
+        ``margin``: held to the governor's safety rules too (``StreamResult.meets``)."""
         out = []
         for segment in self.scenario.segments:
             results = self.phase_results(segment)
