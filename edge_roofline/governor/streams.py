@@ -120,7 +120,10 @@ class Stream:
     def switch_predictor(self, workload: tuple | None) -> Predictor | None:
         """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
         none known): the current roofline predictor is kept under the workload it describes;
-        returns the one kept for ``workload`` (served before), else None."""
+        returns the one kept for ``workload`` (served before), else None. The rate measured so
+        far was the old model's inputs (a switch may bring another rate): the new model's is
+        measured afresh, from its second inference on; until then its predictor's last one."""
+        self.calibrated_rate_hz, self.last_gap_s = None, 0.0
         if isinstance(self.predictor, Predictor) and self._workload is not None:
             self._predictors[self._workload] = copy.deepcopy(self.predictor)
         self._workload = workload
