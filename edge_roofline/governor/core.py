@@ -22,7 +22,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
-from .joint import predict_candidates, predict_point
+from .joint import predict_all
 from .learned import Learned
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
@@ -34,7 +34,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
 from .verdicts import unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow
+from .streams import PowerWindow, Stream, StreamWindow, silent
 
 
 class Governor:
@@ -297,7 +297,9 @@ class Governor:
             state = self._after_settle
         self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, power_w,
                                self._surprised, self._new_workload)
-        by_name, current = self._predict_all(active, windows)
+        loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
+        by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
+                                       self.findings.measured)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
@@ -313,18 +315,14 @@ class Governor:
         if not self.energy.has_energy:
             return decide(Transition.WAIT, State.WAITING, self.current, "calibrating: no energy measured yet", current)
         # measure: a stopgap until it is measured, the chosen point for its dwell
-        dwell_over = now_s - self.move.time_s >= cfg.dwell_s or \
-            (state in PROVISIONAL and self._measured_here(now_s, active))
+        dwell_over = now_s - self.move.time_s >= cfg.dwell_s or (state in PROVISIONAL and self.learned.measured_here(
+            active, now_s - max(self.move.settled_s(), self.move.time_s), cfg.window_s))
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
         met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
-        choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
-        settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
-        safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
-        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s,
-                                                  self._workload_since_s + cfg.change_grace_s):
-            choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
+        horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
+        choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point
         # hold
         if target == self.current:
@@ -335,8 +333,7 @@ class Governor:
             backlog = [s.name for s in active if s.late_now]  # its queue drains first
             if backlog:
                 return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
-            why = unpaid(current, choice.prediction, choice.exploring,
-                         max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
+            why = unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s)
             if why:
                 return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
@@ -357,22 +354,41 @@ class Governor:
                       choice.prediction, applied=True)
 
     def _expire(self, now_s: float) -> None:
-        """Streams silent beyond ``Stream.silence_limit_s`` leave; verdicts past their age go."""
-        for s in self.streams.values():
-            # A language model's phases leave together: decode is silent between answers (StreamConfig.engine).
-            engine = [o for o in self.streams.values() if s.config.engine and o.config.engine == s.config.engine]
-            if all(now_s - o.last_seen_s > o.silence_limit_s(self.config.stream_timeout_s) for o in engine or [s]):
-                self.stream_left(s.name)
+        """Silent streams leave (streams.silent); verdicts past their age go."""
+        for s in silent(list(self.streams.values()), now_s, self.config.stream_timeout_s):
+            self.stream_left(s.name)
         self.findings.missed.expire(now_s)
 
+    def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
+                           state: State, met: frozenset[str], active: list[Stream], now_s: float,
+                           horizon_s: float) -> tuple[Choice, float]:
+        """The choice and its move's transient (s): no exploration the late budget cannot pay for (verdicts.py);
+        one whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for the next."""
+        explore, unpaid_here = self._explore_left > 0, set()
+        while True:
+            choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
+            settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
+            safe = self.dominance.dominated_by({choice.prediction.point.name}) \
+                & (self.findings.met | self.findings.near)
+            if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s,
+                                                      self.config.late_window_s,
+                                                      self._workload_since_s + self.config.change_grace_s):
+                explore = False
+            elif choice.exploring and not violations and (current.meets() or self.current.name in met) and \
+                    unpaid(current, choice.prediction, True, horizon_s, settle_s):
+                unpaid_here.add(choice.prediction.point.name)
+            else:
+                return choice, settle_s
+
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State, explore: bool, met: frozenset[str]) -> Choice:
+                state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:
+        # passed: not explored now, yet not measured (they isolate no probe's axis)
         found, fastest = self.findings, self.dominance.fastest
         tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
         self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried), provisional=state in PROVISIONAL,
+                      measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above, probes=self.learned.probe_candidates)
@@ -402,19 +418,3 @@ class Governor:
         self._clear_windows()
         self.switches += 1
         return ""
-
-    def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
-        """Every candidate by name (latency monotone in the clocks, rules.py) and the current one."""
-        loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
-        by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
-                                                               self.findings.measured)}
-        return by_name, by_name.get(self.current.name) or predict_point(self.current, loads, self.energy)
-
-    def _measured_here(self, now_s: float, active: list[Stream]) -> bool:
-        """The current point has been measured: every active stream calibrated here, or, when a
-        slow stream has not filled its window within window_s, the others. (A point left as soon
-        as the fastest stream is measured would teach the slow one's predictor nothing.)"""
-        here = self.learned.calibrated_here
-        if all(s.name in here for s in active):
-            return True
-        return bool(here) and now_s - max(self.move.settled_s(), self.move.time_s) >= self.config.window_s

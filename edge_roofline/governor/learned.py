@@ -36,6 +36,15 @@ class Learned:
         self.probed: set[str] = set()
         self.probe_candidates: frozenset[str] = frozenset()
 
+    def measured_here(self, active: list[Stream], here_s: float, window_s: float) -> bool:
+        """The current point (held ``here_s`` since its move settled) has been measured: every
+        active stream calibrated here, or, when a slow stream has not filled its window within
+        ``window_s``, the others. (A point left as soon as the fastest stream is measured would
+        teach the slow one's predictor nothing.)"""
+        if all(s.name in self.calibrated_here for s in active):
+            return True
+        return bool(self.calibrated_here) and here_s >= window_s
+
     def surprised(self, streams: list[Stream], slower: bool) -> Findings:
         """The work of ``streams`` changed unannounced: their models and the power model half
         forget; returns the verdicts the change leaves standing."""

@@ -238,3 +238,11 @@ class Stream:
                             violations, samples, rate,
                             bool(math.isfinite(measured) and measured <= self.config.target_latency_s),
                             self.inferences, self.late)
+
+
+def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list[Stream]:
+    """The streams silent beyond their ``silence_limit_s``; a language model's phases leave
+    together (decode is silent between answers: StreamConfig.engine)."""
+    def engine(s: Stream) -> list[Stream]:
+        return [o for o in streams if s.config.engine and o.config.engine == s.config.engine] or [s]
+    return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s) for o in engine(s))]

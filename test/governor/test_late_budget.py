@@ -149,3 +149,30 @@ def test_late_inferences_in_a_changes_grace_are_the_changes():
     s = stream(30.0, 6)  # late at t = 0, inside the grace of a change at t = -1 (2 s)
     assert "late budget" in unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0)
     assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0, counted_from_s=-1.0 + 2.0) == ""
+
+
+def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeypatch):
+    """While it may explore, the scripted choice offers first every point that saves nothing
+    (its move's transients would not pay), then one that saves: the first are passed over, the
+    saving one is explored (a held unpaid candidate once blocked every exploration for 10-30 s)."""
+    real, dear, cheap = core.choose, set(), set()
+
+    def choose(preds, current, **kw):
+        fresh = [p for p in preds if p.point.name not in kw["measured"] and p.point != current.point and p.meets()]
+        costly = [p for p in fresh if p.power_w - p.power_std_w > current.power_w]
+        saving = [p for p in fresh if p.power_w < current.power_w]
+        if kw["explore"] and not kw["violations"] and costly and saving:
+            dear.add(max(costly, key=lambda p: p.power_w).point.name)
+            return Choice(max(costly, key=lambda p: p.power_w), "exploring a point that saves nothing", True)
+        if kw["explore"] and not kw["violations"] and saving:
+            cheap.add(min(saving, key=lambda p: p.power_w).point.name)
+            return Choice(min(saving, key=lambda p: p.power_w), "exploring a point that saves", True)
+        return real(preds, current, **kw)
+    gov, platform, clock = make(tmp_path)
+    drive_settle(gov, platform, clock, 3.0)  # settled below MAXN: dearer points exist
+    monkeypatch.setattr(core, "choose", choose)
+    gov.set_target(25.0, 95.0)  # exploring again
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    explored = [d.point.name for _, d in decisions if d.applied and d.transition == Transition.EXPLORE]
+    assert dear, "the scripted choice never offered a point that saves nothing"
+    assert explored and explored[0] in cheap - dear  # the first exploration is the saving one
