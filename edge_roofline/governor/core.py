@@ -152,15 +152,13 @@ class Governor:
             config = config.with_target(latency_ms, percentile, self._stream(name).name)
         self.config = config
         for s in config.stream_configs:
-            if s != self.streams[s.name].config:  # its frames so far are not judged against the new target
-                self.streams[s.name].gate.since(self.clock.now_s())
-                self.streams[s.name].latencies.clear()
-            self.streams[s.name].config = s
+            self.streams[s.name].retarget(s, self.clock.now_s())
         if before != list(config.stream_configs):
             kept = self.findings.kept_for_targets(before, config.stream_configs)
             self.learned.probed.clear()
             self._new_target()
             self.learned.findings = kept or self.findings
+            self.state = self._after_settle = State.MEASURING  # the point held was chosen for another target
 
     def set_mode(self, mode: str) -> None:  # off | advise | active
         if mode not in MODES:
@@ -191,6 +189,8 @@ class Governor:
             s.gate.switched(model_id, self.clock.now_s())
         self.learned.probed.clear()
         self._new_workload()
+        self.state = self._after_settle = State.MEASURING  # the point held was chosen for another model ...
+        self.learned.calibrated_here.discard(s.name)  # ... and is not measured under this one
         s.latencies.clear()
         self._power.clear()
 

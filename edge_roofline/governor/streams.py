@@ -117,6 +117,13 @@ class Stream:
     def name(self) -> str:
         return self.config.name
 
+    def retarget(self, config: StreamConfig, now_s: float) -> None:
+        """``config`` from ``now_s`` on: where its target changed, the frames so far are not judged against it."""
+        if config != self.config:
+            self.gate.since(now_s)
+            self.latencies.clear()
+        self.config = config
+
     def switch_predictor(self, workload: tuple | None) -> Predictor | None:
         """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
         none known): the current roofline predictor is kept under the workload it describes;
