@@ -333,8 +333,7 @@ class Governor:
             backlog = [s.name for s in active if s.late_now]  # its queue drains first
             if backlog:
                 return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
-            why = unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s)
-            if why:
+            if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
                 return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
         if self.mode == "advise":
@@ -362,21 +361,22 @@ class Governor:
     def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                            state: State, met: frozenset[str], active: list[Stream], now_s: float,
                            horizon_s: float) -> tuple[Choice, float]:
-        """The choice and its move's transient (s): no exploration the late budget cannot pay for (verdicts.py);
-        one whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for the next."""
-        explore, unpaid_here = self._explore_left > 0, set()
+        """The choice and its transient (s); no exploration the late budget cannot pay for (verdicts.py). One whose
+        saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for a cheaper one."""
+        explore, unpaid_here, cap_w = self._explore_left > 0, set(), math.inf
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             settle_s = self.learned.settle.of(domains_changed(self.device, self.current, choice.prediction.point))
-            safe = self.dominance.dominated_by({choice.prediction.point.name}) \
-                & (self.findings.met | self.findings.near)
+            safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
             if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s,
-                                                      self.config.late_window_s,
-                                                      self._workload_since_s + self.config.change_grace_s):
+                                                      self.config.late_window_s, self._workload_since_s
+                                                      + self.config.change_grace_s, bool(unpaid_here)):
                 explore = False
-            elif choice.exploring and not violations and (current.meets() or self.current.name in met) and \
-                    unpaid(current, choice.prediction, True, horizon_s, settle_s):
+            elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
+                    choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
+                                                                 settle_s)):
                 unpaid_here.add(choice.prediction.point.name)
+                cap_w = min(cap_w, choice.prediction.power_w)
             else:
                 return choice, settle_s
 

@@ -86,17 +86,21 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
 
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
-                      counted_from_s: float = -math.inf) -> str:
+                      counted_from_s: float = -math.inf, second_best: bool = False) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
     that may miss there has a late budget (over ``window_s``, late ones from ``counted_from_s``)
-    short of its ``miss_cost``."""
+    short of its ``miss_cost``. ``second_best``: the move is one the choice fell back to (a better
+    bet did not pay, core.py): not made where any stream may miss (its budget may hold late ones
+    of a change the window no longer shows: a second-best bet does not add its miss to them)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
         if (mine := pred.stream(s.name)) is not None and mine.meets():
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
+        if second_best:
+            return f"a second-best move that may miss {s.name}"
         rate_hz = s.rate_hz()
         cost = miss_cost(rate_hz, settle_s)
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is

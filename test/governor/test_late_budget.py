@@ -176,3 +176,14 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
     explored = [d.point.name for _, d in decisions if d.applied and d.transition == Transition.EXPLORE]
     assert dear, "the scripted choice never offered a point that saves nothing"
     assert explored and explored[0] in cheap - dear  # the first exploration is the saving one
+
+
+def test_a_second_best_exploration_is_made_only_where_no_stream_may_miss():
+    """A move the choice fell back to (a better one did not pay) does not add a miss to the late
+    ones a workload change left, which the budget, started afresh, no longer shows."""
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    rich = stream(30.0, 0)  # its whole budget left
+    assert unaffordable_miss(Prediction(False), [rich], 0.05, set(), 1.0, 30.0) == ""  # a first choice
+    assert "second-best" in unaffordable_miss(Prediction(False), [rich], 0.05, set(), 1.0, 30.0, second_best=True)
+    assert unaffordable_miss(Prediction(False, met_by=("s",)), [rich], 0.05, set(), 1.0, 30.0, second_best=True) == ""
+    assert unaffordable_miss(Prediction(True), [rich], 0.05, set(), 1.0, 30.0, second_best=True) == ""
