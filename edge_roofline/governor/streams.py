@@ -102,6 +102,7 @@ class Stream:
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the late ones finished (the late budget's window)
+        self.last_late_s = -math.inf  # when the last late one finished (a workload change forgets none)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -204,6 +205,7 @@ class Stream:
         self.late += self.late_now
         if self.late_now:
             self.late_at_s.append(timestamp_s)
+            self.last_late_s = max(self.last_late_s, timestamp_s)
 
     def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
         """An inference judged at the current point (the first one since a move: a new point);

@@ -92,15 +92,16 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
     that may miss there has a late budget (over ``window_s``, late ones from ``counted_from_s``)
     short of its ``miss_cost``. ``second_best``: the move is one the choice fell back to (a better
-    bet did not pay, core.py): not made where any stream may miss (its budget may hold late ones
-    of a change the window no longer shows: a second-best bet does not add its miss to them)."""
+    bet did not pay, core.py): not made where a stream that may miss has had a late inference
+    within ``window_s`` (a budget started afresh at a change no longer shows the change's: a
+    second-best bet does not add its miss to them)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
         if (mine := pred.stream(s.name)) is not None and mine.meets():
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
-        if second_best:
-            return f"a second-best move that may miss {s.name}"
+        if second_best and now_s - s.last_late_s < window_s:
+            return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
         cost = miss_cost(rate_hz, settle_s)
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is

@@ -178,12 +178,13 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
     assert explored and explored[0] in cheap - dear  # the first exploration is the saving one
 
 
-def test_a_second_best_exploration_is_made_only_where_no_stream_may_miss():
-    """A move the choice fell back to (a better one did not pay) does not add a miss to the late
-    ones a workload change left, which the budget, started afresh, no longer shows."""
+def test_a_second_best_exploration_is_made_only_where_no_stream_was_late_within_the_window():
+    """A move the choice fell back to (a better one did not pay) does not add a miss to late
+    inferences of a workload change, which the budget, started afresh, no longer shows."""
     from edge_roofline.governor.verdicts import unaffordable_miss
-    rich = stream(30.0, 0)  # its whole budget left
-    assert unaffordable_miss(Prediction(False), [rich], 0.05, set(), 1.0, 30.0) == ""  # a first choice
-    assert "second-best" in unaffordable_miss(Prediction(False), [rich], 0.05, set(), 1.0, 30.0, second_best=True)
-    assert unaffordable_miss(Prediction(False, met_by=("s",)), [rich], 0.05, set(), 1.0, 30.0, second_best=True) == ""
-    assert unaffordable_miss(Prediction(True), [rich], 0.05, set(), 1.0, 30.0, second_best=True) == ""
+    s = stream(30.0, 1)  # one late inference at t = 0
+    s.late_at_s.clear()  # a change started its budget afresh
+    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0) == ""  # a first choice
+    assert "second-best" in unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0, second_best=True)
+    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 31.0, 30.0, second_best=True) == ""  # long ago
+    assert unaffordable_miss(Prediction(False, met_by=("s",)), [s], 0.05, set(), 1.0, 30.0, second_best=True) == ""
