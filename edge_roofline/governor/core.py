@@ -16,13 +16,12 @@ import math
 from typing import Mapping
 
 from edge_roofline.clock import Clock
-from edge_roofline.platforms.base import (ApplyError, OperatingPoint, OperatingPointError, Platform,
-                                          RebootRequiredError)
+from edge_roofline.platforms.base import ApplyError, OperatingPoint, OperatingPointError, Platform
 from edge_roofline.roofline.model import RooflineAnalysis
 
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
-from .joint import predict_candidates, predict_point
+from .joint import predict_all
 from .learned import Learned
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
@@ -34,7 +33,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
 from .verdicts import unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow
+from .streams import PowerWindow, Stream, StreamWindow, silent
 
 
 class Governor:
@@ -71,7 +70,6 @@ class Governor:
         self._explore_left = config.explore_budget
         self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
-        self._apply_failures: dict[str, int] = {}
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
         self.switches = 0
@@ -156,15 +154,13 @@ class Governor:
             config = config.with_target(latency_ms, percentile, self._stream(name).name)
         self.config = config
         for s in config.stream_configs:
-            if s != self.streams[s.name].config:  # its frames so far are not judged against the new target
-                self.streams[s.name].gate.since(self.clock.now_s())
-                self.streams[s.name].latencies.clear()
-            self.streams[s.name].config = s
+            self.streams[s.name].retarget(s, self.clock.now_s())
         if before != list(config.stream_configs):
             kept = self.findings.kept_for_targets(before, config.stream_configs)
             self.learned.probed.clear()
             self._new_target()
             self.learned.findings = kept or self.findings
+            self.state = self._after_settle = State.MEASURING  # the point held was chosen for another target
 
     def set_mode(self, mode: str) -> None:  # off | advise | active
         if mode not in MODES:
@@ -195,6 +191,8 @@ class Governor:
             s.gate.switched(model_id, self.clock.now_s())
         self.learned.probed.clear()
         self._new_workload()
+        self.state = self._after_settle = State.MEASURING  # the point held was chosen for another model ...
+        self.learned.calibrated_here.discard(s.name)  # ... and is not measured under this one
         s.latencies.clear()
         self._power.clear()
 
@@ -304,7 +302,9 @@ class Governor:
             state = self._after_settle
         self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,
                                self._surprised, self._new_workload)
-        by_name, current = self._predict_all(active, windows)
+        loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
+        by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
+                                       self.findings.measured)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
@@ -314,38 +314,29 @@ class Governor:
             self._descending = False
         # Measured misses win: a point ruled out, and every point slower in every clock, until its verdict expires.
         out = self.dominance.dominated_by(self.findings.missed.names()) - self.dominance.unbeatable
-        preds = [q for q in by_name.values()
-                 if self._apply_failures.get(q.point.name, 0) < cfg.safety.apply_failures_before_disable
-                 and q.point.name not in out] or [current]
+        preds = [q for q in by_name.values() if self.safety.may_apply(q.point.name) and q.point.name not in out] \
+            or [current]
         if not self.energy.has_energy:
             return decide(Transition.WAIT, State.WAITING, self.current, "calibrating: no energy measured yet", current)
         # measure: a stopgap until it is measured, the chosen point for its dwell
-        dwell_over = now_s - self.move.time_s >= cfg.dwell_s or \
-            (state in PROVISIONAL and self.learned.measured_here(now_s, active, self.move, cfg.window_s))
+        dwell_over = now_s - self.move.time_s >= cfg.dwell_s or (state in PROVISIONAL and self.learned.measured_here(
+            active, now_s - max(self.move.settled_s(), self.move.time_s), cfg.window_s))
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
         met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
-        choice = self._choose(preds, current, violations, state, self._explore_left > 0, met)
-        domains = domains_changed(self.device, self.current, choice.prediction.point)
-        settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
-        safe = self.dominance.dominated_by({choice.prediction.point.name}) & (self.findings.met | self.findings.near)
-        if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s, cfg.late_window_s,
-                                                  self._counted_from_s, cfg.expected_dwell_s, clocks_s):
-            choice = self._choose(preds, current, violations, state, False, met)  # verdicts.py: the late budget
+        horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
+        choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point
         # hold
         if target == self.current:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
-        transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring \
-            else Transition.IMPROVE
+        transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring else Transition.IMPROVE
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
             backlog = [s.name for s in active if s.late_now]  # its queue drains first
             if backlog:
                 return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
-            why = unpaid(current, choice.prediction, choice.exploring,
-                         max(cfg.expected_dwell_s, now_s - self._workload_since_s), settle_s)
-            if why:
+            if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
                 return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
         # advise
         if self.mode == "advise":
@@ -365,22 +356,43 @@ class Governor:
                       choice.prediction, applied=True)
 
     def _expire(self, now_s: float) -> None:
-        """Streams silent beyond ``Stream.silence_limit_s`` leave; verdicts past their age go."""
-        for s in self.streams.values():
-            # A language model's phases leave together: decode is silent between answers (StreamConfig.engine).
-            engine = [o for o in self.streams.values() if s.config.engine and o.config.engine == s.config.engine]
-            if all(now_s - o.last_seen_s > o.silence_limit_s(self.config.stream_timeout_s) for o in engine or [s]):
-                self.stream_left(s.name)
+        """Silent streams leave (streams.silent); verdicts past their age go."""
+        for s in silent(list(self.streams.values()), now_s, self.config.stream_timeout_s):
+            self.stream_left(s.name)
         self.findings.missed.expire(now_s)
 
+    def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
+                           state: State, met: frozenset[str], active: list[Stream], now_s: float,
+                           horizon_s: float) -> tuple[Choice, float]:
+        """The choice and its transient (s); no exploration the late budget cannot pay for (verdicts.py). One whose
+        saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for a cheaper one."""
+        explore, unpaid_here, cap_w = self._explore_left > 0, set(), math.inf
+        while True:
+            choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
+            domains = domains_changed(self.device, self.current, choice.prediction.point)
+            settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
+            safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
+            if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s,
+                                                      self.config.late_window_s, self._counted_from_s,
+                                                      self.config.expected_dwell_s, clocks_s, bool(unpaid_here)):
+                explore = False
+            elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
+                    choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
+                                                                 settle_s)):
+                unpaid_here.add(choice.prediction.point.name)
+                cap_w = min(cap_w, choice.prediction.power_w)
+            else:
+                return choice, settle_s
+
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State, explore: bool, met: frozenset[str]) -> Choice:
+                state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:
+        # passed: not explored now, yet not measured (they isolate no probe's axis)
         found, fastest = self.findings, self.dominance.fastest
         tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
         self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried), provisional=state in PROVISIONAL,
+                      measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above, probes=self.learned.probe_candidates)
@@ -390,11 +402,7 @@ class Governor:
         try:
             self.platform.apply(point)
         except (ApplyError, OperatingPointError) as exc:
-            fails = self._apply_failures.get(point.name, 0) + 1
-            if isinstance(exc, RebootRequiredError):
-                fails = self.config.safety.apply_failures_before_disable
-            self._apply_failures[point.name] = fails
-            self.safety.note_apply_failure(now_s, f"{point.name}: {exc}")
+            self.safety.note_apply_failure(now_s, point.name, exc)
             # Some writes may have gone through: the fallback applies the safe point again.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
@@ -410,10 +418,3 @@ class Governor:
         self._clear_windows()
         self.switches += 1
         return ""
-
-    def _predict_all(self, active: list[Stream], windows) -> tuple[dict[str, JointPrediction], JointPrediction]:
-        """Every candidate by name (latency monotone in the clocks, rules.py) and the current one."""
-        loads = [(s, windows[s.name], s.limit_s(self.config.margin)) for s in active]
-        by_name = {q.point.name: q for q in predict_candidates(self.candidates, self.dominance, loads, self.energy,
-                                                               self.findings.measured)}
-        return by_name, by_name.get(self.current.name) or predict_point(self.current, loads, self.energy)

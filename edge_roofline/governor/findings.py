@@ -26,6 +26,11 @@ class Findings:
         if self.missed is None:
             self.missed = Misses(self.verdict_ttl_s)
 
+    @property
+    def meets_targets(self) -> set[str]:
+        """The points measured to meet every target (``met``, ``near``)."""
+        return self.met | self.near
+
     def forget_verdicts(self) -> None:
         """A new target: what each point measured still holds, not whether it met the targets."""
         self.missed.clear()

@@ -197,3 +197,12 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]
+
+
+def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,
+                streams: list[tuple[Stream, StreamWindow | None, float]], energy: JointEnergy,
+                measured: set[str] = frozenset()) -> tuple[dict[str, JointPrediction], JointPrediction]:
+    """Every candidate's prediction by name (``predict_candidates``) and ``current``'s (alone where
+    it is no candidate)."""
+    by_name = {q.point.name: q for q in predict_candidates(candidates, dominance, streams, energy, measured)}
+    return by_name, by_name.get(current.name) or predict_point(current, streams, energy)

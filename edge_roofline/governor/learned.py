@@ -36,6 +36,15 @@ class Learned:
         self.probed: set[str] = set()
         self.probe_candidates: frozenset[str] = frozenset()
 
+    def measured_here(self, active: list[Stream], here_s: float, window_s: float) -> bool:
+        """The current point (held ``here_s`` since its move settled) has been measured: every
+        active stream calibrated here, or, when a slow stream has not filled its window within
+        ``window_s``, the others. (A point left as soon as the fastest stream is measured would
+        teach the slow one's predictor nothing.)"""
+        if all(s.name in self.calibrated_here for s in active):
+            return True
+        return bool(self.calibrated_here) and here_s >= window_s
+
     def surprised(self, streams: list[Stream], slower: bool) -> Findings:
         """The work of ``streams`` changed unannounced: their models and the power model half
         forget; returns the verdicts the change leaves standing."""
@@ -51,16 +60,6 @@ class Learned:
         self.calibrated_here.clear()
         self.calibrated_in_mix.clear()
         return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
-
-    def measured_here(self, now_s: float, active: list[Stream], move, window_s: float) -> bool:
-        """The current point has been measured since ``move`` (moves.Move) settled: every active
-        stream calibrated here, or, when a slow stream has not filled its window within
-        ``window_s``, the others. (A point left as soon as the fastest stream is measured would
-        teach the slow one's predictor nothing.)"""
-        here = self.calibrated_here
-        if all(s.name in here for s in active):
-            return True
-        return bool(here) and now_s - max(move.settled_s(), move.time_s) >= window_s
 
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
                   active: list[Stream], windows, power: PowerWindow, surprised: Callable[[list[Stream], bool], None],

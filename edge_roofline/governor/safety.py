@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from edge_roofline.platforms.base import ApplyError, OperatingPoint, Platform, PlatformError
+from edge_roofline.platforms.base import ApplyError, OperatingPoint, Platform, PlatformError, RebootRequiredError
 
 from .config import ConfigError, SafetyConfig
 
@@ -51,6 +51,7 @@ class SafetyMonitor:
         self.hot_zone = ""
         self.apply_failed_s: float | None = None
         self.apply_error = ""
+        self._apply_failures: dict[str, int] = {}  # per point name
         self._last_bad_s = -math.inf
         self._switch_times_s: list[float] = []
 
@@ -77,9 +78,18 @@ class SafetyMonitor:
             self.glitches += 1
             self.last_glitch = what
 
-    def note_apply_failure(self, timestamp_s: float, error: str) -> None:
+    def note_apply_failure(self, timestamp_s: float, point_name: str, error: Exception) -> None:
+        """A point failed to apply: after ``apply_failures_before_disable`` failures (at once when
+        it needs a reboot) it is never tried again (``may_apply``)."""
         self.apply_failed_s = timestamp_s
-        self.apply_error = error
+        self.apply_error = f"{point_name}: {error}"
+        fails = self._apply_failures.get(point_name, 0) + 1
+        if isinstance(error, RebootRequiredError):
+            fails = self.config.apply_failures_before_disable
+        self._apply_failures[point_name] = fails
+
+    def may_apply(self, point_name: str) -> bool:
+        return self._apply_failures.get(point_name, 0) < self.config.apply_failures_before_disable
 
     def note_switch(self, now_s: float) -> None:
         self._switch_times_s = [t for t in self._switch_times_s if now_s - t < 60.0] + [now_s]

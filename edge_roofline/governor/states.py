@@ -8,7 +8,8 @@ waiting     no model, no publishing stream, or no energy measured yet: holding
 fallback    a safety check failed: the safe point is applied and held
 settling    a move has not settled yet (its transient): holding, no verdict, no calibration
 measuring   at a stopgap point (the point found at start, an escape from a miss, the safe
-            point after a fallback): left as soon as it is measured
+            point after a fallback, the point held when a stream's model or target changed):
+            left as soon as it is measured
 exploring   at a point tried to learn it (its transient, then its first window): left as soon
             as it is measured
 settled     at the point chosen as the best: held for dwell_s, then the choice is made again

@@ -119,6 +119,7 @@ class Stream:
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
         self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
+        self.last_late_s = -math.inf  # when the last late one finished, counted or not (no change forgets it)
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -134,10 +135,20 @@ class Stream:
     def name(self) -> str:
         return self.config.name
 
+    def retarget(self, config: StreamConfig, now_s: float) -> None:
+        """``config`` from ``now_s`` on: where its target changed, the frames so far are not judged against it."""
+        if config != self.config:
+            self.gate.since(now_s)
+            self.latencies.clear()
+        self.config = config
+
     def switch_predictor(self, workload: tuple | None) -> Predictor | None:
         """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
         none known): the current roofline predictor is kept under the workload it describes;
-        returns the one kept for ``workload`` (served before), else None."""
+        returns the one kept for ``workload`` (served before), else None. The rate measured so
+        far was the old model's inputs (a switch may bring another rate): the new model's is
+        measured afresh, from its second inference on; until then its predictor's last one."""
+        self.calibrated_rate_hz, self.last_gap_s = None, 0.0
         if isinstance(self.predictor, Predictor) and self._workload is not None:
             self._predictors[self._workload] = copy.deepcopy(self.predictor)
         self._workload = workload
@@ -210,8 +221,10 @@ class Stream:
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
-        if self.late_now and counted:
-            self.late_at_s.append(timestamp_s)
+        if self.late_now:
+            self.last_late_s = max(self.last_late_s, timestamp_s)
+            if counted:
+                self.late_at_s.append(timestamp_s)
 
     def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
         """An inference judged at the current point (the first one since a move: a new point);
@@ -257,3 +270,11 @@ class Stream:
                             violations, samples, rate,
                             bool(math.isfinite(measured) and measured <= self.config.target_latency_s),
                             self.inferences, self.late)
+
+
+def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list[Stream]:
+    """The streams silent beyond their ``silence_limit_s``; a language model's phases leave
+    together (decode is silent between answers: StreamConfig.engine)."""
+    def engine(s: Stream) -> list[Stream]:
+        return [o for o in streams if s.config.engine and o.config.engine == s.config.engine] or [s]
+    return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s) for o in engine(s))]

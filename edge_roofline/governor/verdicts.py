@@ -87,7 +87,7 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
                       counted_from_s: float = -math.inf, stay_s: float = 0.0,
-                      clocks_settle_s: float | None = None) -> str:
+                      clocks_settle_s: float | None = None, second_best: bool = False) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
@@ -95,12 +95,17 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     it from ``counted_from_s`` on (the end of a workload change's grace: late ones before it
     are the change's). ``stay_s``: how long a stream that just joined is expected to stay at
     least (``Stream.late_budget``). ``clocks_settle_s``: the move's settle time without a preset
-    change's (default ``settle_s``)."""
+    change's (default ``settle_s``). ``second_best``: the move is one the choice fell back to (a
+    better bet did not pay, core.py): not made where a stream that may miss has had a late
+    inference within ``window_s`` (a budget started afresh at a change no longer shows the
+    change's: a second-best bet does not add its miss to them)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
         if (mine := pred.stream(s.name)) is not None and mine.meets():
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
+        if second_best and now_s - s.last_late_s < window_s:
+            return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
         cost = miss_cost(rate_hz, settle_s)
         # The miss's late ones come one period apart from now: those before counted_from_s are free.

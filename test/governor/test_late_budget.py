@@ -236,3 +236,42 @@ def test_a_preset_changes_long_transient_gets_no_longer_window():
     assert "late budget" in unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0,
                                               clocks_settle_s=0.04)
     assert unaffordable_miss(Prediction(False), [fast], 0.04, set(), 1.0, 30.0, clocks_settle_s=0.04) == ""
+
+
+def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeypatch):
+    """While it may explore, the scripted choice offers first every point that saves nothing
+    (its move's transients would not pay), then one that saves: the first are passed over, the
+    saving one is explored (a held unpaid candidate once blocked every exploration for 10-30 s)."""
+    real, dear, cheap = core.choose, set(), set()
+
+    def choose(preds, current, **kw):
+        fresh = [p for p in preds if p.point.name not in kw["measured"] and p.point != current.point and p.meets()]
+        costly = [p for p in fresh if p.power_w - p.power_std_w > current.power_w]
+        saving = [p for p in fresh if p.power_w < current.power_w]
+        if kw["explore"] and not kw["violations"] and costly and saving:
+            dear.add(max(costly, key=lambda p: p.power_w).point.name)
+            return Choice(max(costly, key=lambda p: p.power_w), "exploring a point that saves nothing", True)
+        if kw["explore"] and not kw["violations"] and saving:
+            cheap.add(min(saving, key=lambda p: p.power_w).point.name)
+            return Choice(min(saving, key=lambda p: p.power_w), "exploring a point that saves", True)
+        return real(preds, current, **kw)
+    gov, platform, clock = make(tmp_path)
+    drive_settle(gov, platform, clock, 3.0)  # settled below MAXN: dearer points exist
+    monkeypatch.setattr(core, "choose", choose)
+    gov.set_target(25.0, 95.0)  # exploring again
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    explored = [d.point.name for _, d in decisions if d.applied and d.transition == Transition.EXPLORE]
+    assert dear, "the scripted choice never offered a point that saves nothing"
+    assert explored and explored[0] in cheap - dear  # the first exploration is the saving one
+
+
+def test_a_second_best_exploration_is_made_only_where_no_stream_was_late_within_the_window():
+    """A move the choice fell back to (a better one did not pay) does not add a miss to late
+    inferences of a workload change, which the budget, started afresh, no longer shows."""
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    s = stream(30.0, 1)  # one late inference at t = 0
+    s.late_at_s.clear()  # a change started its budget afresh
+    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0) == ""  # a first choice
+    assert "second-best" in unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0, second_best=True)
+    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 31.0, 30.0, second_best=True) == ""  # long ago
+    assert unaffordable_miss(Prediction(False, met_by=("s",)), [s], 0.05, set(), 1.0, 30.0, second_best=True) == ""

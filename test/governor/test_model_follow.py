@@ -5,6 +5,8 @@ it learning by measuring, with the reason, never a crash."""
 import threading
 import time
 
+import pytest
+
 from edge_roofline.governor.model_follow import ModelFollower
 from edge_roofline.governor.pointwise import PointwisePredictor
 from edge_roofline.governor.predictor import Predictor
@@ -79,3 +81,19 @@ def test_governor_degrades_to_measuring_and_back_to_the_roofline(tmp_path):
     assert decisions[-1].state != "waiting" and all(d.state != "fallback" for d in decisions)
     gov.set_model(analysis(), "zoo:toy")
     assert isinstance(gov.predictor, Predictor) and gov.model_id == "zoo:toy" and gov.model_note == ""
+
+
+def test_a_model_switch_measures_the_new_models_input_rate(tmp_path):
+    """A switch may bring another input rate (a 50 Hz model, then a 10 Hz one four times as
+    slow): the old model's rate is not the new one's (at 50 Hz no point would sustain it, and
+    the governor would hold the fastest point until a window filled)."""
+    from dataclasses import replace
+    gov, platform, clock = make(tmp_path)
+    drive(gov, platform, clock, 10.0, rate_hz=50.0)
+    stream = next(iter(gov.streams.values()))
+    assert stream.rate_hz() == pytest.approx(50.0, rel=0.05)
+    gov.set_target(80.0, 95.0)
+    gov.set_model(replace(analysis(), model="big"), "zoo:big")
+    platform.scale = 4.0
+    drive(gov, platform, clock, 0.35, rate_hz=10.0)  # a few inferences: no window yet
+    assert stream.rate_hz() == pytest.approx(10.0, rel=0.05)

@@ -73,3 +73,15 @@ def test_advise(tmp_path):
     gov, platform, clock = make(tmp_path, mode="advise")
     decisions = drive_settle(gov, platform, clock, 10.0)
     assert (Transition.ADVISE, State.ADVISING) in transitions(decisions) and not platform.applied
+
+
+def test_a_workload_change_makes_the_point_held_a_stopgap(tmp_path):
+    """measuring: the point held when a target (or model, rate, mix) changes was chosen for
+    another workload: it is left as soon as it is measured, not held for the rest of its dwell."""
+    gov, platform, clock = make(tmp_path, dwell_s=60.0)
+    drive_settle(gov, platform, clock, 6.0)
+    assert gov.state is State.SETTLED
+    gov.set_target(40.0, 95.0)  # looser: slower points now meet it
+    assert gov.state is State.MEASURING
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    assert any(d.applied for _, d in decisions), "held for the dwell chosen under the old target"
