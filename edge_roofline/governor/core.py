@@ -33,7 +33,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
 from .verdicts import unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow, silent
+from .streams import PowerWindow, Stream, StreamWindow, silent, uncount_since
 
 
 class Governor:
@@ -206,7 +206,7 @@ class Governor:
 
     def _new_target(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
         """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are
-        the change's, from ``changed_s`` (None: now; earlier for a change seen in a window)."""
+        the change's, from ``changed_s`` (None: now; earlier if seen in a window; -inf: none)."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
         grace_s = (self._workload_since_s if changed_s is None else changed_s) + self.config.change_grace_s
@@ -221,13 +221,13 @@ class Governor:
         self._new_target(forget_mixes, changed_s)
         self.findings.measured.clear()
 
-    def _surprised(self, streams: list[Stream], slower: bool) -> None:
+    def _surprised(self, streams: list[Stream], slower: bool, since_s: float) -> None:
         """The work of ``streams`` changed unannounced (another process on the GPU, other input
-        content): points are unmeasured again, verdicts that still hold stay (Learned.surprised).
-        It grants no grace: nothing told of a change, and the late ones count."""
-        kept, counted_from_s = self.learned.surprised(streams, slower), self._counted_from_s
-        self._new_workload(forget_mixes=False)
-        self._counted_from_s = counted_from_s  # no grace: a change seen only in the governor's own errors
+        content), shown by their samples since ``since_s``: points are unmeasured again, verdicts
+        that still hold stay (Learned.surprised). Nothing told of the change: it is dated by its
+        first late inference there, and its grace runs from then (none if it showed none)."""
+        kept = self.learned.surprised(streams, slower)
+        self._new_workload(forget_mixes=False, changed_s=uncount_since(streams, since_s))
         self.learned.findings = kept
 
     def _workload_changed(self, changed: Stream) -> None:

@@ -62,13 +62,14 @@ class Learned:
         return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
 
     def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
-                  active: list[Stream], windows, power: PowerWindow, surprised: Callable[[list[Stream], bool], None],
-                  rate_changed: Callable[..., None]) -> None:
+                  active: list[Stream], windows, power: PowerWindow,
+                  surprised: Callable[[list[Stream], bool, float], None], rate_changed: Callable[..., None]) -> None:
         """Each measured window feeds its stream's predictor (the contention it saw taken out)
         and, once every active stream has one, the shared power model. ``unvisited``: ``point``
         had not been measured under this workload before the move to it. ``surprised(streams,
-        slower)``: their work changed unannounced; ``rate_changed(changed_s=)``: an input rate
-        moved far enough to re-rank the points, at the latest when the window showing it began."""
+        slower, since_s)``: their work changed unannounced, shown by the samples since ``since_s``;
+        ``rate_changed(changed_s=)``: an input rate moved far enough to re-rank the points, at
+        the latest when the window showing it began."""
         measured = [s for s in active if windows[s.name] is not None]
         first_here = any(s.name not in self.calibrated_here for s in measured)
         if not measured or (not first_here and now_s - self.last_calibration_s < config.calibration_interval_s):
@@ -93,7 +94,7 @@ class Learned:
             # its error; in a stream's first window under a new mix, the contention model's).
             elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
-                surprised([s], mean > before)
+                surprised([s], mean > before, float(w.finish_s[0]))
             last_rate = s.calibrated_rate_hz
             # Decode steps come in bursts, one per answer: their window's rate says where it fell
             # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
@@ -121,7 +122,7 @@ class Learned:
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
-              surprised: Callable[[list[Stream], bool], None]) -> dict[str, float]:
+              surprised: Callable[[list[Stream], bool, float], None]) -> dict[str, float]:
         """The verdicts on ``point`` (the current one) from the samples judged there; returns,
         per stream that misses with evidence, its measured percentile over its limit.
         ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
@@ -130,7 +131,8 @@ class Learned:
         if violations:
             if point.name in self.findings.met:
                 # A point measured to meet every target misses now: the work got heavier.
-                surprised([s for s in active if s.name in violations], True)
+                missing = [s for s in active if s.name in violations]
+                surprised(missing, True, min(s.latencies[0][0] for s in missing))
             # It rules out every point it dominates; itself too, unless nowhere is faster (the
             # choice never drops an unbeatable point).
             self.findings.missed.rule_out(point.name, now_s)

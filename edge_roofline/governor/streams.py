@@ -278,3 +278,17 @@ def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list
     def engine(s: Stream) -> list[Stream]:
         return [o for o in streams if s.config.engine and o.config.engine == s.config.engine] or [s]
     return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s) for o in engine(s))]
+
+
+def uncount_since(streams: list[Stream], since_s: float) -> float:
+    """When a change seen only in the governor's own errors began: the first late inference of
+    ``streams`` counted since ``since_s`` (the start of the samples that showed it); those from
+    then on are the change's, as a change told is (the criteria of governor-eval count neither),
+    and are uncounted. -inf where none was late: such a change is paid nothing and earns no grace."""
+    late_s = [t for s in streams for t in s.late_at_s if t >= since_s]
+    if not late_s:
+        return -math.inf
+    changed_s = min(late_s)
+    for s in streams:
+        s.late_at_s = deque(t for t in s.late_at_s if t < changed_s)
+    return changed_s
