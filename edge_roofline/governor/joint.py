@@ -26,7 +26,7 @@ catalogue (no clock tables) power is learned per point (``PointwisePower``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -193,10 +193,19 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
     and the power at least that of every ``measured`` point it dominates (rules.py)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
+    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint])) for k in range(len(streams))]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]
+
+
+def burst_floored(column: list[StreamPrediction]) -> list[StreamPrediction]:
+    """One stream at every candidate, each judged by what bursts make late beyond the least any
+    candidate suffers (``StreamPrediction.burst_floor``): at the fastest one, where it sustains
+    the rate."""
+    shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
+    floor = min((x for x in shares if math.isfinite(x)), default=0.0)
+    return [replace(s, burst_floor=floor) for s in column] if floor else column
 
 
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,
