@@ -35,6 +35,7 @@ from edge_roofline.roofline.devices import DeviceSpec
 from .pointwise import PointwisePower, PointwisePredictor
 from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
+from .queueing import TAIL_SHARE
 from .rules import Dominance
 from .streams import Stream, StreamWindow, answer_rate_hz
 from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
@@ -200,11 +201,12 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
 
 
 def burst_floored(column: list[StreamPrediction]) -> list[StreamPrediction]:
-    """One stream at every candidate, each judged by what bursts make late beyond the least any
-    candidate suffers (``StreamPrediction.burst_floor``): at the fastest one, where it sustains
-    the rate."""
+    """One stream at every candidate, each judged by what bursts make late beyond what the least
+    any candidate suffers (the fastest one's, where it sustains the rate) leaves no room for
+    (``StreamPrediction.burst_floor``): the fastest keeps half of TAIL_SHARE for its own tail;
+    bursts that leave it that much are held against every point in full."""
     shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
-    floor = min((x for x in shares if math.isfinite(x)), default=0.0)
+    floor = max(min((x for x in shares if math.isfinite(x)), default=0.0) - TAIL_SHARE / 2, 0.0)
     return [replace(s, burst_floor=floor) for s in column] if floor else column
 
 

@@ -42,7 +42,7 @@ class StreamPrediction:
     queue: QueueShape = QueueShape()  # its measured service and arrival variability
     target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
     bursts: Bursts = Bursts()  # its rare slow inferences, as measured
-    burst_floor: float = 0.0  # the share bursts make late at the fastest point: no point avoids it
+    burst_floor: float = 0.0  # the share bursts make late that no point avoids (joint.burst_floored)
 
     def burst_late_share(self, latency_s: float) -> float:
         """The share of inferences the bursts make late at a mean service time ``latency_s``
