@@ -134,11 +134,11 @@ class Bursts:
 class BurstMeter:
     """Finds bursts in one stream's judged latencies as they come: a latency at least
     OUTLIER_RATIO x the typical one at the current point is in a backlog; the backlog is a
-    burst once it drains (an inference in it, a typical latency under the peak, ran at a typical
-    service time, the finish gap, or the latency is back under that), priced from then on
-    at the largest size it reached. A backlog cut short by a move that never drained is not
-    counted: it may have been a level (the work got heavier), which the verdicts judge.
-    ``reset``: another point, another typical latency."""
+    burst once it drains (an inference in it ran at a typical service time, the finish gap, or
+    the latency is back under that), priced from then on at the largest size it reached. A
+    backlog cut short by a move that never drained is not counted: it may have been a level (the
+    work got heavier), which the verdicts judge. ``reset``: another point, another typical
+    latency."""
 
     def __init__(self) -> None:
         self.bursts = Bursts()
@@ -161,12 +161,9 @@ class BurstMeter:
         if not math.isfinite(self._typical_s):
             self._typical_s = latency_s
         elif latency_s >= OUTLIER_RATIO * self._typical_s:
-            # queued behind, served as usual, the backlog down a typical latency from its peak (in
-            # an overloaded queue each is served as usual too, but the backlog grows: a level)
-            draining = latency_s < self._peak_s - self._typical_s
-            if draining and min(latency_s, gap_s) < OUTLIER_RATIO * self._typical_s:
-                self._count()
             self._peak_s = max(self._peak_s, latency_s)
+            if min(latency_s, gap_s) < OUTLIER_RATIO * self._typical_s:  # queued behind, served as usual
+                self._count()
         else:
             if self._peak_s:
                 self._count()  # drained

@@ -22,8 +22,7 @@ def test_the_meter_finds_each_backlog_and_its_size():
         meter.add(lat * 1e-3, 0.0, 30.0)
     assert (meter.bursts.events, meter.bursts.inferences) == (2, 51)
     assert meter.bursts.excess == pytest.approx(20.0 / 4.0 - 1.0)
-    for lat in (30.0, 25.0):  # priced once it drains (served as usual behind the slow one, a
-        # typical latency down from the peak) ...
+    for lat in (30.0, 29.0):  # priced once it drains (served as usual behind the slow one) ...
         meter.add(lat * 1e-3, 0.0, 30.0)
     assert meter.bursts.events == 3 and meter.bursts.excess == pytest.approx(30.0 / 4.0 - 1.0, rel=0.05)
     meter.reset()  # a move: another point, its own typical latency
@@ -36,13 +35,6 @@ def test_the_meter_finds_each_backlog_and_its_size():
     meter.add(8e-3, 30.0 + 5 * 12e-3, 30.0)  # what was seen ages: a memory of about 30 s
     assert meter.bursts.events == pytest.approx(events * math.exp(-1.0))
     assert meter.bursts.inferences == pytest.approx(n * math.exp(-1.0) + 1)
-    meter.reset()
-    meter.add(4e-3, 31.0, 30.0)
-    events = meter.bursts.events
-    for k, lat in enumerate((8.0, 12.0, 11.0, 16.0, 20.0, 19.0, 24.0)):  # nor is an overloaded queue
-        meter.add(lat * 1e-3, 31.0 + (k + 1) * 4e-3, 30.0)  # (each served as usual, growing but for jitter)
-    meter.reset()
-    assert meter.bursts.events == pytest.approx(events, rel=0.01)
 
 
 def test_bursts_price_the_points_near_saturation():
