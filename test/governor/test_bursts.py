@@ -3,6 +3,7 @@ in the latencies it judges and prices the share of inferences their backlogs mak
 point, so the point it holds keeps room to drain them. Checked against a simulated FIFO queue."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -77,5 +78,7 @@ def test_bursts_no_point_avoids_are_held_against_none():
     fastest, slower, slowest = burst_floored(column)
     assert fastest.bursts_fit() and fastest.meets()
     assert not slower.bursts_fit() and not slowest.bursts_fit()  # their own backlogs still count
+    light = [replace(s, bursts=Bursts(events=2, inferences=1000, excess=8.0)) for s in column]
+    assert burst_floored(light) == light  # under TAIL_SHARE / 2 at the fastest: held in full
     alone = StreamPrediction("s", 2e-3, 0.0, rate_hz_, target_s, 1.05, target_s=target_s)
     assert burst_floored([alone]) == [alone]  # no bursts: nothing to floor
