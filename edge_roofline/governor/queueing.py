@@ -14,8 +14,7 @@ The model (one stream = one FIFO server, a G/G/1 queue):
   ``rho <= q``).
 - The latency percentile: the larger of the service-time percentile (``jitter_ratio x
   service``: today's prediction, which it equals while waiting is rare) and the mean service
-  plus the waiting percentile x ``wait_scale``. At the tail percentile the service-time term is
-  stretched by ``tail_jitter``, the measured tail over the percentile (a two-speed spread).
+  plus the waiting percentile x ``wait_scale``.
 
 ``wait_scale`` is how far the measured tail has exceeded this waiting (>= 1): rare long
 inferences (a preempted host thread) make a backlog that drains over many periods, a tail two
@@ -67,9 +66,6 @@ class QueueShape:
     arrival_scv: float = 0.0  # variance / mean^2 of the gaps between arrivals (periodic: 0)
     wait_scale: float = 1.0  # measured waiting at the percentile / Kingman's (>= 1)
     tail_wait_scale: float = 1.0  # the same at the tail percentile (tail_percentile)
-    # Service-time tail percentile / the percentile (>= 1): a two-speed spread (a tenth of a
-    # decoder's steps stretched by a neighbour's frame) puts the far tail well beyond the p95.
-    tail_jitter: float = 1.0
     windows: int = 0  # windows measured into it
     # Each input issued when the previous one finished (a decoder's steps, a closed loop): the
     # input rate follows the service time, so nothing waits whatever the point.
@@ -113,7 +109,7 @@ def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, 
         percentile = tail_percentile(percentile, tail_share)
     wait_s = waiting_percentile_s(service_s, rate_hz, shape, percentile)
     scale = shape.tail_wait_scale if tail else shape.wait_scale
-    return max(service_s * jitter_ratio * (shape.tail_jitter if tail else 1.0), service_s + scale * wait_s)
+    return max(service_s * jitter_ratio, service_s + scale * wait_s)
 
 
 @dataclass(frozen=True)
@@ -237,9 +233,6 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
             if len(latency_s) * (1.0 - q / 100.0) >= _MIN_TAIL_SAMPLES else None
         scales.append(before if seen is None else before + step * (seen - before))
     shape = replace(shape, wait_scale=scales[0], tail_wait_scale=scales[1])
-    if len(service) * (1.0 - tail_percentile(percentile) / 100.0) >= _MIN_TAIL_SAMPLES:
-        seen = max(1.0, float(np.percentile(service, tail_percentile(percentile))) / (jitter * mean))
-        shape = replace(shape, tail_jitter=shape.tail_jitter + step * (seen - shape.tail_jitter))
     return Measured(mean, float(service.var()), jitter, shape)
 
 
