@@ -92,6 +92,14 @@ def tail_percentile(percentile: float, share: float = TAIL_SHARE) -> float:
     return max(percentile, 100.0 * (1.0 - share))
 
 
+def tail_share_seen(latency_s: np.ndarray, target_s: float) -> float:
+    """The share of ``latency_s`` over ``target_s``; 0 where too few samples to show a share
+    of TAIL_SHARE (a window of a dozen with one late one says nothing about the 99th)."""
+    if len(latency_s) * TAIL_SHARE < _MIN_TAIL_SAMPLES:
+        return 0.0
+    return float(np.mean(latency_s > target_s))
+
+
 def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,
                          percentile: float, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
     """Waiting plus service at ``percentile`` (``tail``: at ``tail_percentile(percentile,

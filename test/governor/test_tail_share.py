@@ -1,0 +1,33 @@
+"""A point whose window meets the percentile but puts more than TAIL_SHARE of its samples over
+the target (a decoder's steps a detector frame stretches: a two-speed spread) meets nothing."""
+
+import numpy as np
+import pytest
+
+from edge_roofline.governor.config import GovernorConfig, StreamConfig
+from edge_roofline.governor.learned import Learned
+from edge_roofline.governor.queueing import TAIL_SHARE
+from edge_roofline.governor.streams import Stream
+from edge_roofline.platforms.base import OperatingPoint
+
+TARGET_MS = 4.5
+
+
+@pytest.mark.parametrize("late_share, met", [(0.03, False), (0.005, True)])
+def test_a_point_meets_its_targets_only_with_at_most_the_tail_share_over_them(late_share, met):
+    cfg, point = GovernorConfig(), OperatingPoint("slow")
+    learned = Learned(cfg, None, 0.0)
+    learned.findings.met.add(point.name)  # measured to meet before the stretched steps showed
+    s = Stream(StreamConfig(name="tpot", target_latency_ms=TARGET_MS))
+    rng = np.random.default_rng(2)
+    # A tenth of the steps stretched: the p95 among them, under the limit; ``late_share`` over the target.
+    step_ms = np.where(rng.random(1000) < 0.1, 4.0, 2.5)
+    step_ms[rng.choice(1000, int(late_share * 1000), replace=False)] = 4.6
+    for i, latency_ms in enumerate(step_ms):
+        s.add_judged(i * 3e-3, latency_ms / 1e3, 30.0)
+    window = s.window(3.0, cfg.window_s, cfg.min_window_samples)
+    assert np.percentile(window.latencies_s, 95) <= s.limit_s(cfg.margin)
+    assert (np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE) is not met
+    violations = learned.judge(cfg, point, 3.0, [s], {"tpot": window}, {"tpot": window}, 0.5, set(),
+                               lambda *_: None)
+    assert not violations and (point.name in learned.findings.met) is met
