@@ -32,7 +32,7 @@ from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
-from .verdicts import unaffordable_miss
+from .verdicts import held_power_w, unaffordable_miss
 from .streams import PowerWindow, Stream, StreamWindow, silent, uncount_since
 
 
@@ -364,17 +364,17 @@ class Governor:
     def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                            state: State, met: frozenset[str], active: list[Stream], now_s: float,
                            horizon_s: float) -> tuple[Choice, float]:
-        """The choice and its transient (s); no exploration the late budget cannot pay for (verdicts.py). One whose
-        saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for a cheaper one."""
-        explore, unpaid_here, cap_w = self._explore_left > 0, set(), math.inf
+        """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe (verdicts.py).
+        One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for a cheaper one."""
+        explore, unpaid_here, cap_w, held_w = self._explore_left > 0, set(), math.inf, held_power_w(preds, current, met)
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             domains = domains_changed(self.device, self.current, choice.prediction.point)
             settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
             safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
-            if choice.exploring and unaffordable_miss(choice.prediction, active, settle_s, safe, now_s,
-                                                      self.config.late_window_s, self._counted_from_s,
-                                                      self.config.expected_dwell_s, clocks_s, bool(unpaid_here)):
+            if choice.exploring and unaffordable_miss(
+                    choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
+                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w):
                 explore = False
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,

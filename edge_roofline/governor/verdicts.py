@@ -16,7 +16,10 @@ and those inside the transient of the move back. A stream's target promises at m
 of its inferences over any ``late_window_s`` late, so a move the model does not predict to meet
 every target (an exploration that may miss) is made only while every active stream that may
 miss there has a late budget (what it may still have late, ``Stream.late_budget``) that covers
-what a miss would cost it (``miss_cost``).
+what a miss would cost it (``miss_cost``). A probe (an exploration predicted to draw no less
+power than the point held, known to meet) buys only information: its late inferences are not paid
+from that budget (the window's budget must also cover the held point's own tail and bursts later
+in the window); it is made only while its misses would fall in a change's grace.
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def miss_cost(rate_hz: float, settle_s: float) -> float:
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
                       counted_from_s: float = -math.inf, stay_s: float = 0.0,
-                      clocks_settle_s: float | None = None, second_best: bool = False) -> str:
+                      clocks_settle_s: float | None = None, second_best: bool = False,
+                      held_w: float | None = None) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
@@ -98,7 +102,9 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     change's (default ``settle_s``). ``second_best``: the move is one the choice fell back to (a
     better bet did not pay, core.py): not made where a stream that may miss has had a late
     inference within ``window_s`` (a budget started afresh at a change no longer shows the
-    change's: a second-best bet does not add its miss to them)."""
+    change's: a second-best bet does not add its miss to them). ``held_w``: the predicted power of
+    the cheapest point known to meet every target (``held_power_w``; None: none is): a move
+    predicted to draw no less is a probe, not paid from the budget."""
     if pred.meets() or safe:
         return ""
     for s in streams:
@@ -112,6 +118,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
         if counted <= 0:
             continue
+        if held_w is not None and pred.power_w >= held_w:
+            return f"a probe that saves nothing over the point held may miss {s.name} after the change's grace"
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
         # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
@@ -122,6 +130,13 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
             return (f"a miss would cost {s.name} {counted:.0f} late inference(s), "
                     f"its late budget is {max(budget, 0.0):.1f}")
     return ""
+
+
+def held_power_w(preds, current, met: frozenset[str]) -> float | None:
+    """The predicted power of the cheapest of ``preds`` and ``current`` (policy.JointPrediction)
+    known to meet every target (in ``met``, or ``current`` predicted to meet); None: none is."""
+    held = [q.power_w for q in (*preds, current) if q.point.name in met or (q is current and q.meets())]
+    return min(held, default=None)
 
 
 class Misses:

@@ -23,8 +23,8 @@ from .test_moves import make
 class Prediction:
     """A point's prediction: meets every target or not; ``met_by``: the streams that meet there."""
 
-    def __init__(self, meets: bool, met_by: tuple[str, ...] = ()) -> None:
-        self._meets, self.met_by = meets, met_by
+    def __init__(self, meets: bool, met_by: tuple[str, ...] = (), power_w: float = 10.0) -> None:
+        self._meets, self.met_by, self.power_w = meets, met_by, power_w
 
     def meets(self) -> bool:
         return self._meets
@@ -287,3 +287,39 @@ def test_a_second_best_exploration_is_made_only_where_no_stream_was_late_within_
     assert "second-best" in unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0, second_best=True)
     assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 31.0, 30.0, second_best=True) == ""  # long ago
     assert unaffordable_miss(Prediction(False, met_by=("s",)), [s], 0.05, set(), 1.0, 30.0, second_best=True) == ""
+
+
+def test_a_probe_that_saves_nothing_is_not_paid_from_the_late_budget():
+    """A move that may miss and is predicted to draw no less power than the point held (known to
+    meet) buys only information: after a change's grace its misses are not paid from the late
+    budget, which must also cover the held point's own tail and bursts later in the window."""
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    rich = stream(30.0, 0)  # its whole budget left: a miss (6) is affordable
+    probe, saving = Prediction(False, power_w=12.0), Prediction(False, power_w=11.0)
+    assert "probe" in unaffordable_miss(probe, [rich], 0.05, set(), 10.0, 30.0, held_w=12.0)
+    assert unaffordable_miss(saving, [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
+    assert unaffordable_miss(probe, [rich], 0.05, set(), 10.0, 30.0) == ""  # nothing known to meet is held
+    # in a change's grace its misses are the change's: free, so made
+    assert unaffordable_miss(probe, [rich], 0.05, set(), 1.0, 30.0, 2.0, held_w=12.0) == ""
+    # predicted to meet, or a stream that meets there: nothing to pay
+    assert unaffordable_miss(Prediction(True, power_w=13.0), [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
+    assert unaffordable_miss(Prediction(False, ("s",), 13.0), [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
+
+
+def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, monkeypatch):
+    """The core prices a probe against the cheapest point known to meet (verdicts.held_power_w):
+    with a late budget that pays any miss, a dearer point that may miss is still not explored."""
+    real, offered = core.choose, []
+
+    def choose(preds, current, **kw):
+        dear = [p for p in preds if not p.meets() and p.power_w >= current.power_w and p.point != current.point]
+        if kw["explore"] and dear and current.meets():
+            pick = max(dear, key=lambda p: p.power_w)
+            offered.append(pick.point.name)
+            return Choice(pick, "exploring a probe", True)
+        return real(preds, current, **kw)
+    monkeypatch.setattr(core, "choose", choose)
+    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=100.0, change_grace_s=0.0)
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    assert offered, "the scripted choice never offered a probe"
+    assert not any(d.applied and d.point.name in offered for _, d in decisions)
