@@ -364,17 +364,18 @@ class Governor:
     def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                            state: State, met: frozenset[str], active: list[Stream], now_s: float,
                            horizon_s: float) -> tuple[Choice, float]:
-        """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe (verdicts.py).
-        One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over for a cheaper one."""
+        """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe saving nothing
+        (verdicts.py). One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over."""
         explore, unpaid_here, cap_w, held_w = self._explore_left > 0, set(), math.inf, held_power_w(preds, current, met)
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             domains = domains_changed(self.device, self.current, choice.prediction.point)
             settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
             safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
+            probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
             if choice.exploring and unaffordable_miss(
                     choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
-                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w):
+                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None):
                 explore = False
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
@@ -411,8 +412,7 @@ class Governor:
         self._unvisited = point.name not in self.findings.measured
         if point.name in self.learned.probe_candidates:
             self.learned.probed.add(point.name)
-        self.current = point
-        self._in_doubt = False
+        self.current, self._in_doubt = point, False
         self.safety.note_switch(now_s)
         self.learned.calibrated_here.clear()
         self._clear_windows()

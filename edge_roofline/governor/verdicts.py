@@ -16,10 +16,11 @@ and those inside the transient of the move back. A stream's target promises at m
 of its inferences over any ``late_window_s`` late, so a move the model does not predict to meet
 every target (an exploration that may miss) is made only while every active stream that may
 miss there has a late budget (what it may still have late, ``Stream.late_budget``) that covers
-what a miss would cost it (``miss_cost``). A probe (an exploration predicted to draw no less
-power than the point held, known to meet) buys only information: its late inferences are not paid
-from that budget (the window's budget must also cover the held point's own tail and bursts later
-in the window); it is made only while its misses would fall in a change's grace.
+what a miss would cost it (``miss_cost``). An axis probe (policy.py: one step down an axis the
+measurements have not isolated) predicted to draw no less power than the point held (known to
+meet) buys only information: its late inferences are not paid from that budget, which must also
+cover the held point's own tail and bursts later in the window; it is made only while its
+misses would fall in a change's grace.
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     inference within ``window_s`` (a budget started afresh at a change no longer shows the
     change's: a second-best bet does not add its miss to them). ``held_w``: the predicted power of
     the cheapest point known to meet every target (``held_power_w``; None: none is): a move
-    predicted to draw no less is a probe, not paid from the budget."""
+    predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
+    down one axis draws less whatever the model predicts)."""
     if pred.meets() or safe:
         return ""
     for s in streams:

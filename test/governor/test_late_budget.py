@@ -307,8 +307,9 @@ def test_a_probe_that_saves_nothing_is_not_paid_from_the_late_budget():
 
 
 def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, monkeypatch):
-    """The core prices a probe against the cheapest point known to meet (verdicts.held_power_w):
-    with a late budget that pays any miss, a dearer point that may miss is still not explored."""
+    """The core prices an axis probe against the cheapest point known to meet
+    (verdicts.held_power_w): with a late budget that pays any miss, a dearer probe that may miss is
+    not made; the same point offered as another exploration (a step down one axis, say) is."""
     real, offered = core.choose, []
 
     def choose(preds, current, **kw):
@@ -316,10 +317,16 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
         if kw["explore"] and dear and current.meets():
             pick = max(dear, key=lambda p: p.power_w)
             offered.append(pick.point.name)
-            return Choice(pick, "exploring a probe", True)
+            return Choice(pick, "exploring", True)
         return real(preds, current, **kw)
     monkeypatch.setattr(core, "choose", choose)
-    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=100.0, change_grace_s=0.0)
-    decisions = drive_settle(gov, platform, clock, 3.0)
-    assert offered, "the scripted choice never offered a probe"
-    assert not any(d.applied and d.point.name in offered for _, d in decisions)
+    made = {}
+    for probes in (True, False):
+        gov, platform, clock = make(tmp_path / str(probes), target_latency_ms=8.0, late_window_s=100.0,
+                                    change_grace_s=0.0)
+        if probes:  # every point is one step down an axis not isolated
+            monkeypatch.setattr(gov.dominance, "probes", lambda met, tried: {p.name for p in gov.candidates})
+        decisions = drive_settle(gov, platform, clock, 3.0)
+        assert offered, "the scripted choice never offered a dear point"
+        made[probes] = any(d.applied and d.point.name in offered for _, d in decisions)
+    assert made == {True: False, False: True}
