@@ -79,3 +79,20 @@ def test_the_language_models_section_is_replaced_not_repeated_and_survives_the_b
     # The bench rewrites the file and keeps the section it found.
     assert llm_section(with_llm_section("# results\n\nnew summary\n", llm_section(again))) == second
     assert with_llm_section("# results\n", "") == "# results\n"
+
+
+def test_a_violation_failure_says_maxns_rate_on_the_same_run(short_run):
+    from dataclasses import replace
+
+    scores = dict(short_run.scores)
+    scores["governor"] = replace(scores["governor"], violation_rate=0.0125)
+    scores["maxn"] = replace(scores["maxn"], violation_rate=0.0111)
+    late = replace(short_run, scores=scores)
+    row = format_summary([late]).splitlines()[-1]
+    assert "FAIL: " in row and "violation_rate (MAXN 1.11%)" in row
+    text = format_results_file([late, short_run], command="c", commit="abc", date_utc="d", details=False)
+    assert "of those over the violation limit, 1 are runs where MAXN is over it too" in text
+    scores["maxn"] = replace(scores["maxn"], violation_rate=0.002)
+    text = format_results_file([replace(short_run, scores=scores)], command="c", commit="abc", date_utc="d",
+                               details=False)
+    assert "of those over the violation limit, 0 are runs" in text
