@@ -26,7 +26,7 @@ catalogue (no clock tables) power is learned per point (``PointwisePower``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -35,6 +35,7 @@ from edge_roofline.roofline.devices import DeviceSpec
 from .pointwise import PointwisePower, PointwisePredictor
 from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
+from .queueing import TAIL_SHARE
 from .rules import Dominance
 from .streams import Stream, StreamWindow, answer_rate_hz
 from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
@@ -193,10 +194,20 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
     and the power at least that of every ``measured`` point it dominates (rules.py)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
+    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint])) for k in range(len(streams))]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]
+
+
+def burst_floored(column: list[StreamPrediction]) -> list[StreamPrediction]:
+    """One stream at every candidate, each judged by what bursts make late beyond what the least
+    any candidate suffers (the fastest one's, where it sustains the rate) leaves no room for
+    (``StreamPrediction.burst_floor``): the fastest keeps half of TAIL_SHARE for its own tail;
+    bursts that leave it that much are held against every point in full."""
+    shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
+    floor = max(min((x for x in shares if math.isfinite(x)), default=0.0) - TAIL_SHARE / 2, 0.0)
+    return [replace(s, burst_floor=floor) for s in column] if floor else column
 
 
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,

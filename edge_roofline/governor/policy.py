@@ -42,6 +42,14 @@ class StreamPrediction:
     queue: QueueShape = QueueShape()  # its measured service and arrival variability
     target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
     bursts: Bursts = Bursts()  # its rare slow inferences, as measured
+    burst_floor: float = 0.0  # the share bursts make late that no point avoids (joint.burst_floored)
+
+    def burst_late_share(self, latency_s: float) -> float:
+        """The share of inferences the bursts make late at a mean service time ``latency_s``
+        beyond what they make late at the fastest point: bursts no point avoids are held against
+        none (they price points against each other, never rule out every one)."""
+        share = self.bursts.late_share(latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
+        return max(share - self.burst_floor, 0.0)
 
     def percentile_s(self, latency_s: float | None = None, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
         """The latency percentile with a mean service time ``latency_s`` (default: the
@@ -57,15 +65,21 @@ class StreamPrediction:
         tail's; the model's error reaches the service time (``reach``) and, through it, the
         waiting."""
         latency_s /= reach
-        left = TAIL_SHARE - self.bursts.late_share(latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
+        left = TAIL_SHARE - self.burst_late_share(latency_s)
         return self.percentile_s(latency_s) <= self.limit_s and left > 0 and \
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
 
+    def burst_lates(self, window_s: float) -> float:
+        """The inferences the bursts seen would make late here over ``window_s``, those no point
+        avoids included: the late budget keeps them in reserve (verdicts.unaffordable_miss)."""
+        share = self.bursts.late_share(self.latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
+        return share * self.input_rate_hz * window_s if share else 0.0
+
     def bursts_fit(self) -> bool:
-        """The bursts seen make less than TAIL_SHARE of inferences late here (a point measured to
-        meet its percentile before a burst was seen is no longer taken to meet it otherwise)."""
-        return self.bursts.late_share(self.latency_s, self.input_rate_hz, self.target_s,
-                                      self.queue.self_paced) < TAIL_SHARE
+        """The bursts seen make less than TAIL_SHARE of inferences late here beyond the fastest
+        point's (``burst_late_share``; a point measured to meet its percentile before a burst was
+        seen is no longer taken to meet it otherwise)."""
+        return self.burst_late_share(self.latency_s) < TAIL_SHARE
 
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""

@@ -3,11 +3,17 @@ in the latencies it judges and prices the share of inferences their backlogs mak
 point, so the point it holds keeps room to drain them. Checked against a simulated FIFO queue."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from edge_roofline.governor.policy import StreamPrediction
+from edge_roofline.governor.config import StreamConfig
+from edge_roofline.governor.joint import burst_floored
+from edge_roofline.governor.policy import JointPrediction, StreamPrediction
+from edge_roofline.governor.streams import Stream
+from edge_roofline.governor.verdicts import unaffordable_miss
+from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.governor.queueing import TAIL_SHARE, Bursts, BurstMeter
 
 from .test_queueing import SERVICE_S, rate_hz, simulate
@@ -61,3 +67,41 @@ def test_a_point_whose_bursts_would_make_too_many_inferences_late_is_refused():
         # The price is conservative (the largest backlog seen) and not wildly so
         assert true_share <= predicted + 1e-3 and (predicted < 10 * true_share + 2e-3)
         assert s.meets() == s.bursts_fit() == (true_share <= TAIL_SHARE), (utilisation, true_share, predicted)
+
+
+def test_bursts_no_point_avoids_are_held_against_none():
+    # Bursts learned at a low rate, judged at a higher one: even the fastest point (2 ms) would
+    # have over TAIL_SHARE late behind them. They price the points against each other, never rule
+    # out every one (nx_rate_changes@seed10: MAXN was held 6 s until the bursts aged out).
+    rate_hz_, target_s = 150.0, 10e-3
+    bursts = Bursts(events=7, inferences=1000, excess=8.0)
+    column = [StreamPrediction("s", service_s, 0.0, rate_hz_, target_s, 1.05, target_s=target_s, bursts=bursts)
+              for service_s in (2e-3, 3e-3, 5e-3)]
+    assert bursts.late_share(2e-3, rate_hz_, target_s) > TAIL_SHARE
+    assert not any(s.bursts_fit() for s in column)  # unfloored: every point ruled out
+    fastest, slower, slowest = burst_floored(column)
+    assert fastest.bursts_fit() and fastest.meets()
+    assert not slower.bursts_fit() and not slowest.bursts_fit()  # their own backlogs still count
+    light = [replace(s, bursts=Bursts(events=2, inferences=1000, excess=8.0)) for s in column]
+    assert burst_floored(light) == light  # under TAIL_SHARE / 2 at the fastest: held in full
+    alone = StreamPrediction("s", 2e-3, 0.0, rate_hz_, target_s, 1.05, target_s=target_s)
+    assert burst_floored([alone]) == [alone]  # no bursts: nothing to floor
+
+
+def test_an_exploration_does_not_spend_what_the_bursts_seen_will_make_late():
+    # Bursts no point avoids rule none out, yet the inferences they make late count: an
+    # exploration, even to a point predicted to meet, is not made while the late budget does not
+    # cover what the bursts seen would make late there over the window (nx_rate_changes_p30@seed20
+    # explored right after a burst had overdrawn it, and the next outlier cost more there).
+    rate, target_s = 60.0, 20e-3
+    s = Stream(StreamConfig(name="s", target_latency_ms=20.0))
+    s.calibrated_rate_hz = rate  # nothing late yet: a budget of 18 over 30 s
+    bursts = Bursts(events=1, inferences=250, excess=4.0)
+    column = burst_floored([StreamPrediction("s", service_s, 0.0, rate, 0.95 * target_s, 1.05, target_s=target_s,
+                                             bursts=bursts) for service_s in (9e-3, 9.5e-3)])
+    slower = JointPrediction(OperatingPoint(nvpmodel_id=0, name="slower"), (column[1],), 7.0, 0.5)
+    assert slower.meets()  # floored, it fits: the move is no miss
+    assert column[1].burst_lates(30.0) > s.late_budget(1.0, 30.0)
+    assert "bursts seen would make" in unaffordable_miss(slower, [s], 0.01, set(), 1.0, 30.0)
+    calm = JointPrediction(slower.point, (replace(column[1], bursts=Bursts(), burst_floor=0.0),), 7.0, 0.5)
+    assert calm.meets() and unaffordable_miss(calm, [s], 0.01, set(), 1.0, 30.0) == ""
