@@ -194,19 +194,22 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
     and the power at least that of every ``measured`` point it dominates (rules.py)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint])) for k in range(len(streams))]
+    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint]), s.late_now)
+                  for k, (s, _, _) in enumerate(streams)]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]
 
 
-def burst_floored(column: list[StreamPrediction]) -> list[StreamPrediction]:
-    """One stream at every candidate, each judged by what bursts make late beyond what the least
-    any candidate suffers (the fastest one's, where it sustains the rate) leaves no room for
-    (``StreamPrediction.burst_floor``): the fastest keeps half of TAIL_SHARE for its own tail;
-    bursts that leave it that much are held against every point in full."""
+def burst_floored(column: list[StreamPrediction], draining: bool = False) -> list[StreamPrediction]:
+    """One stream at every candidate, each told the share bursts make late at the least late of
+    them (the fastest one that sustains the rate): no point avoids it (``StreamPrediction.burst_floor``).
+    ``draining``: its queue holds a backlog (its latest inference late): every late one counts,
+    nothing is floored, and the least late point drains it."""
+    if draining:
+        return column
     shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
-    floor = max(min((x for x in shares if math.isfinite(x)), default=0.0) - TAIL_SHARE / 2, 0.0)
+    floor = min((x for x in shares if math.isfinite(x)), default=0.0)
     return [replace(s, burst_floor=floor) for s in column] if floor else column
 
 

@@ -45,11 +45,12 @@ class StreamPrediction:
     burst_floor: float = 0.0  # the share bursts make late that no point avoids (joint.burst_floored)
 
     def burst_late_share(self, latency_s: float) -> float:
-        """The share of inferences the bursts make late at a mean service time ``latency_s``
-        beyond what they make late at the fastest point: bursts no point avoids are held against
-        none (they price points against each other, never rule out every one)."""
+        """The share of inferences the bursts make late at a mean service time ``latency_s``, less
+        what of ``burst_floor`` goes beyond half of TAIL_SHARE: bursts no point avoids price
+        points against each other and never rule out every one; the fastest keeps half of
+        TAIL_SHARE for its own tail (what they make late still counts: ``burst_lates``)."""
         share = self.bursts.late_share(latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
-        return max(share - self.burst_floor, 0.0)
+        return max(share - max(self.burst_floor - TAIL_SHARE / 2, 0.0), 0.0)
 
     def percentile_s(self, latency_s: float | None = None, tail: bool = False, tail_share: float = TAIL_SHARE) -> float:
         """The latency percentile with a mean service time ``latency_s`` (default: the
@@ -70,10 +71,9 @@ class StreamPrediction:
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
 
     def burst_lates(self, window_s: float) -> float:
-        """The inferences the bursts seen would make late here over ``window_s``, those no point
-        avoids included: the late budget keeps them in reserve (verdicts.unaffordable_miss)."""
-        share = self.bursts.late_share(self.latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
-        return share * self.input_rate_hz * window_s if share else 0.0
+        """The inferences the bursts no point avoids (``burst_floor``) would make late over
+        ``window_s``: the late budget keeps them in reserve (verdicts.unaffordable_miss)."""
+        return self.burst_floor * self.input_rate_hz * window_s
 
     def bursts_fit(self) -> bool:
         """The bursts seen make less than TAIL_SHARE of inferences late here beyond the fastest

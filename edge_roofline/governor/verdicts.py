@@ -98,13 +98,13 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     change's (default ``settle_s``). ``second_best``: the move is one the choice fell back to (a
     better bet did not pay, core.py): not made where a stream that may miss has had a late
     inference within ``window_s`` (a budget started afresh at a change no longer shows the
-    change's: a second-best bet does not add its miss to them). What the bursts seen would
-    make late at ``pred`` over the window is kept in reserve (``burst_lates``): an exploration
-    does not spend it, even one predicted to meet."""
+    change's: a second-best bet does not add its miss to them). What the bursts no point avoids
+    would make late over the window is kept in reserve (``burst_lates``): an exploration does
+    not spend it, even one predicted to meet."""
     reserve = {s.name: mine.burst_lates(window_s) if (mine := pred.stream(s.name)) else 0.0 for s in streams}
     for s in streams:
         if reserve[s.name] and (budget := s.late_budget(now_s, window_s, stay_s)) < reserve[s.name]:
-            return (f"the bursts seen would make {reserve[s.name]:.1f} of {s.name}'s inferences late there, "
+            return (f"bursts no point avoids would make {reserve[s.name]:.1f} of {s.name}'s inferences late, "
                     f"its late budget is {max(budget, 0.0):.1f}")
     if pred.meets() or safe:
         return ""

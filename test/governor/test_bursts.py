@@ -83,7 +83,10 @@ def test_bursts_no_point_avoids_are_held_against_none():
     assert fastest.bursts_fit() and fastest.meets()
     assert not slower.bursts_fit() and not slowest.bursts_fit()  # their own backlogs still count
     light = [replace(s, bursts=Bursts(events=2, inferences=1000, excess=8.0)) for s in column]
-    assert burst_floored(light) == light  # under TAIL_SHARE / 2 at the fastest: held in full
+    assert [s.burst_late_share(s.latency_s) for s in burst_floored(light)] == \
+        [s.burst_late_share(s.latency_s) for s in light]  # under TAIL_SHARE / 2 at the fastest: held in full
+    # while the queue drains a backlog, every late inference counts: nothing is floored
+    assert burst_floored(column, draining=True) == column
     alone = StreamPrediction("s", 2e-3, 0.0, rate_hz_, target_s, 1.05, target_s=target_s)
     assert burst_floored([alone]) == [alone]  # no bursts: nothing to floor
 
@@ -91,8 +94,8 @@ def test_bursts_no_point_avoids_are_held_against_none():
 def test_an_exploration_does_not_spend_what_the_bursts_seen_will_make_late():
     # Bursts no point avoids rule none out, yet the inferences they make late count: an
     # exploration, even to a point predicted to meet, is not made while the late budget does not
-    # cover what the bursts seen would make late there over the window (nx_rate_changes_p30@seed20
-    # explored right after a burst had overdrawn it, and the next outlier cost more there).
+    # cover what they would make late over the window (nx_rate_changes_p30@seed20 explored right
+    # after a burst had overdrawn it, and the next outlier cost more there).
     rate, target_s = 60.0, 20e-3
     s = Stream(StreamConfig(name="s", target_latency_ms=20.0))
     s.calibrated_rate_hz = rate  # nothing late yet: a budget of 18 over 30 s
@@ -102,6 +105,6 @@ def test_an_exploration_does_not_spend_what_the_bursts_seen_will_make_late():
     slower = JointPrediction(OperatingPoint(nvpmodel_id=0, name="slower"), (column[1],), 7.0, 0.5)
     assert slower.meets()  # floored, it fits: the move is no miss
     assert column[1].burst_lates(30.0) > s.late_budget(1.0, 30.0)
-    assert "bursts seen would make" in unaffordable_miss(slower, [s], 0.01, set(), 1.0, 30.0)
+    assert "bursts no point avoids" in unaffordable_miss(slower, [s], 0.01, set(), 1.0, 30.0)
     calm = JointPrediction(slower.point, (replace(column[1], bursts=Bursts(), burst_floor=0.0),), 7.0, 0.5)
     assert calm.meets() and unaffordable_miss(calm, [s], 0.01, set(), 1.0, 30.0) == ""

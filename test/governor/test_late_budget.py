@@ -33,7 +33,7 @@ class Prediction:
         return Prediction(True) if name in self.met_by else self if self._burst_lates else None
 
     def burst_lates(self, window_s: float) -> float:
-        return self._burst_lates  # what the bursts seen would make late there over the window
+        return self._burst_lates  # what bursts no point avoids would make late over the window
 
 
 def stream(rate_hz: float, late: int) -> Stream:
@@ -71,7 +71,7 @@ def test_what_the_bursts_seen_will_make_late_is_kept_out_of_a_misss_budget():
     s = stream(30.0, 0)  # a budget of 9 over 30 s; a miss costs 7.8
     assert miss_cost(30.0, 0.08) < s.late_budget(1.0, 30.0)
     assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0) == ""
-    # bursts expected to make 2 late there leave 7: the miss is not paid for
+    # bursts no point avoids, expected to make 2 late, leave 7: the miss is not paid for
     why = unaffordable_miss(Prediction(False, burst_lates=2.0), [s], 0.08, set(), 1.0, 30.0)
     assert "late budget is 7.0" in why
 
