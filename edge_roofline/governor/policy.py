@@ -48,7 +48,7 @@ class StreamPrediction:
         """The share of inferences the bursts make late at a mean service time ``latency_s``, less
         what of ``burst_floor`` goes beyond half of TAIL_SHARE: bursts no point avoids price
         points against each other and never rule out every one; the fastest keeps half of
-        TAIL_SHARE for its own tail (what they make late still counts: ``burst_lates``)."""
+        TAIL_SHARE for its own tail."""
         share = self.bursts.late_share(latency_s, self.input_rate_hz, self.target_s, self.queue.self_paced)
         return max(share - max(self.burst_floor - TAIL_SHARE / 2, 0.0), 0.0)
 
@@ -69,11 +69,6 @@ class StreamPrediction:
         left = TAIL_SHARE - self.burst_late_share(latency_s)
         return self.percentile_s(latency_s) <= self.limit_s and left > 0 and \
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
-
-    def burst_lates(self, window_s: float) -> float:
-        """The inferences the bursts no point avoids (``burst_floor``) would make late over
-        ``window_s``: the late budget keeps them in reserve (verdicts.unaffordable_miss)."""
-        return self.burst_floor * self.input_rate_hz * window_s
 
     def bursts_fit(self) -> bool:
         """The bursts seen make less than TAIL_SHARE of inferences late here beyond the fastest

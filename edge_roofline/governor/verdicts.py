@@ -98,14 +98,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     change's (default ``settle_s``). ``second_best``: the move is one the choice fell back to (a
     better bet did not pay, core.py): not made where a stream that may miss has had a late
     inference within ``window_s`` (a budget started afresh at a change no longer shows the
-    change's: a second-best bet does not add its miss to them). What the bursts no point avoids
-    would make late over the window is kept in reserve (``burst_lates``): an exploration does
-    not spend it, even one predicted to meet."""
-    reserve = {s.name: mine.burst_lates(window_s) if (mine := pred.stream(s.name)) else 0.0 for s in streams}
-    for s in streams:
-        if reserve[s.name] and (budget := s.late_budget(now_s, window_s, stay_s)) < reserve[s.name]:
-            return (f"bursts no point avoids would make {reserve[s.name]:.1f} of {s.name}'s inferences late, "
-                    f"its late budget is {max(budget, 0.0):.1f}")
+    change's: a second-best bet does not add its miss to them)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
@@ -124,7 +117,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
         usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s)
         window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
-        budget = s.late_budget(now_s, window, stay_s) - reserve[s.name]
+        budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:
             return (f"a miss would cost {s.name} {counted:.0f} late inference(s), "
                     f"its late budget is {max(budget, 0.0):.1f}")

@@ -23,17 +23,14 @@ from .test_moves import make
 class Prediction:
     """A point's prediction: meets every target or not; ``met_by``: the streams that meet there."""
 
-    def __init__(self, meets: bool, met_by: tuple[str, ...] = (), burst_lates: float = 0.0) -> None:
-        self._meets, self.met_by, self._burst_lates = meets, met_by, burst_lates
+    def __init__(self, meets: bool, met_by: tuple[str, ...] = ()) -> None:
+        self._meets, self.met_by = meets, met_by
 
     def meets(self) -> bool:
         return self._meets
 
     def stream(self, name: str):
-        return Prediction(True) if name in self.met_by else self if self._burst_lates else None
-
-    def burst_lates(self, window_s: float) -> float:
-        return self._burst_lates  # what bursts no point avoids would make late over the window
+        return Prediction(True) if name in self.met_by else None
 
 
 def stream(rate_hz: float, late: int) -> Stream:
@@ -64,16 +61,6 @@ def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
     # a faster stream pays more for the same transients, and has more to pay with
     assert miss_cost(250.0, 0.08) > miss_cost(30.0, 0.08)
     assert stream(250.0, 0).late_budget(1.0, 30.0) > rich.late_budget(1.0, 30.0)
-
-
-def test_what_the_bursts_seen_will_make_late_is_kept_out_of_a_misss_budget():
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
-    s = stream(30.0, 0)  # a budget of 9 over 30 s; a miss costs 7.8
-    assert miss_cost(30.0, 0.08) < s.late_budget(1.0, 30.0)
-    assert unaffordable_miss(Prediction(False), [s], 0.08, set(), 1.0, 30.0) == ""
-    # bursts no point avoids, expected to make 2 late, leave 7: the miss is not paid for
-    why = unaffordable_miss(Prediction(False, burst_lates=2.0), [s], 0.08, set(), 1.0, 30.0)
-    assert "late budget is 7.0" in why
 
 
 def risky_choose(monkeypatch):
