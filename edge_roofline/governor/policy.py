@@ -71,9 +71,9 @@ class StreamPrediction:
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
 
     def bursts_fit(self) -> bool:
-        """The bursts seen make less than TAIL_SHARE of inferences late here beyond the fastest
-        point's (``burst_late_share``; a point measured to meet its percentile before a burst was
-        seen is no longer taken to meet it otherwise)."""
+        """The bursts seen make less than TAIL_SHARE of inferences late here, less what those no
+        point avoids take beyond half of it (``burst_late_share``; a point measured to meet its
+        percentile before a burst was seen is no longer taken to meet it otherwise)."""
         return self.burst_late_share(self.latency_s) < TAIL_SHARE
 
     def within_model_error(self) -> bool:
