@@ -304,7 +304,7 @@ class Governor:
                                self._surprised, self._new_workload)
         loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
-                                       self.findings.measured)
+                                       self.findings.measured, late_window_s=cfg.late_window_s)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:

@@ -26,7 +26,7 @@ catalogue (no clock tables) power is learned per point (``PointwisePower``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -35,6 +35,7 @@ from edge_roofline.roofline.devices import DeviceSpec
 from .pointwise import PointwisePower, PointwisePredictor
 from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
+from .queueing import TAIL_SHARE
 from .rules import Dominance
 from .streams import Stream, StreamWindow, answer_rate_hz
 from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
@@ -189,20 +190,44 @@ def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindo
 
 def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
                        streams: list[tuple[Stream, StreamWindow | None, float]],
-                       energy: JointEnergy, measured: set[str] = frozenset()) -> list[JointPrediction]:
+                       energy: JointEnergy, measured: set[str] = frozenset(), *,
+                       late_window_s: float) -> list[JointPrediction]:
     """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
-    and the power at least that of every ``measured`` point it dominates (rules.py)."""
+    and the power at least that of every ``measured`` point it dominates (rules.py), its bursts
+    no point avoids held against none while it excuses them (``excuses_bursts``)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
+    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint]), excuses_bursts(s, late_window_s))
+                  for k, (s, _, _) in enumerate(streams)]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
                             j.gpu_utilisation) for i, j in enumerate(joint)]
 
 
+def excuses_bursts(stream: Stream, late_window_s: float) -> bool:
+    """Whether the bursts no point avoids are held against no point for ``stream``: not while its
+    queue drains a backlog (its latest inference late), nor while its late budget over
+    ``late_window_s`` is spent (what bursts made late counts, and no point is excused more): then
+    every late inference counts, and the least late point drains the queue and spares the budget."""
+    return not stream.late_now and stream.late_budget(stream.last_seen_s, late_window_s) >= 0
+
+
+def burst_floored(column: list[StreamPrediction], excused: bool = True) -> list[StreamPrediction]:
+    """One stream at every candidate, each told the share bursts make late at the least late of
+    them (the fastest one that sustains the rate): no point avoids it (``StreamPrediction.burst_floor``);
+    unchanged where they are not ``excused`` (``excuses_bursts``)."""
+    if not excused:
+        return column
+    shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
+    floor = min((x for x in shares if math.isfinite(x)), default=0.0)
+    return [replace(s, burst_floor=floor) for s in column] if floor else column
+
+
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,
                 streams: list[tuple[Stream, StreamWindow | None, float]], energy: JointEnergy,
-                measured: set[str] = frozenset()) -> tuple[dict[str, JointPrediction], JointPrediction]:
+                measured: set[str] = frozenset(), *,
+                late_window_s: float) -> tuple[dict[str, JointPrediction], JointPrediction]:
     """Every candidate's prediction by name (``predict_candidates``) and ``current``'s (alone where
     it is no candidate)."""
-    by_name = {q.point.name: q for q in predict_candidates(candidates, dominance, streams, energy, measured)}
+    by_name = {q.point.name: q for q in predict_candidates(candidates, dominance, streams, energy, measured,
+                                                           late_window_s=late_window_s)}
     return by_name, by_name.get(current.name) or predict_point(current, streams, energy)

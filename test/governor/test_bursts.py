@@ -3,11 +3,15 @@ in the latencies it judges and prices the share of inferences their backlogs mak
 point, so the point it holds keeps room to drain them. Checked against a simulated FIFO queue."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from edge_roofline.governor.config import StreamConfig
+from edge_roofline.governor.joint import burst_floored, excuses_bursts
 from edge_roofline.governor.policy import StreamPrediction
+from edge_roofline.governor.streams import Stream
 from edge_roofline.governor.queueing import TAIL_SHARE, Bursts, BurstMeter
 
 from .test_queueing import SERVICE_S, rate_hz, simulate
@@ -61,3 +65,52 @@ def test_a_point_whose_bursts_would_make_too_many_inferences_late_is_refused():
         # The price is conservative (the largest backlog seen) and not wildly so
         assert true_share <= predicted + 1e-3 and (predicted < 10 * true_share + 2e-3)
         assert s.meets() == s.bursts_fit() == (true_share <= TAIL_SHARE), (utilisation, true_share, predicted)
+
+
+def test_bursts_no_point_avoids_are_held_against_none():
+    # Bursts learned at a low rate, judged at a higher one: even the fastest point (2 ms) would
+    # have over TAIL_SHARE late behind them. They price the points against each other, never rule
+    # out every one (nx_rate_changes@seed10: MAXN was held 6 s until the bursts aged out).
+    rate_hz_, target_s = 150.0, 10e-3
+    bursts = Bursts(events=7, inferences=1000, excess=8.0)
+    column = [StreamPrediction("s", service_s, 0.0, rate_hz_, target_s, 1.05, target_s=target_s, bursts=bursts)
+              for service_s in (2e-3, 3e-3, 5e-3)]
+    assert bursts.late_share(2e-3, rate_hz_, target_s) > TAIL_SHARE
+    assert not any(s.bursts_fit() for s in column)  # unfloored: every point ruled out
+    fastest, slower, slowest = burst_floored(column)
+    assert fastest.bursts_fit() and fastest.meets()
+    assert not slower.bursts_fit() and not slowest.bursts_fit()  # their own backlogs still count
+    light = [replace(s, bursts=Bursts(events=2, inferences=1000, excess=8.0)) for s in column]
+    assert [s.burst_late_share(s.latency_s) for s in burst_floored(light)] == \
+        [s.burst_late_share(s.latency_s) for s in light]  # under TAIL_SHARE / 2 at the fastest: held in full
+    assert burst_floored(column, excused=False) == column  # excuses_bursts: none
+    alone = StreamPrediction("s", 2e-3, 0.0, rate_hz_, target_s, 1.05, target_s=target_s)
+    assert burst_floored([alone]) == [alone]  # no bursts: nothing to floor
+
+
+
+def test_bursts_are_excused_only_while_the_queue_is_drained_and_the_late_budget_holds():
+    # What bursts make late counts: while a stream's queue drains a backlog, or once its late
+    # budget over the window is spent, no point is excused its bursts, and the least late one
+    # drains the queue and spares the budget (nx_rate_changes_p30@seed20: a burst made 25 late;
+    # excused, the governor then went slower and the next outlier cost 3 late there, 1 at MAXN).
+    s = Stream(StreamConfig(name="s", target_latency_ms=20.0))
+    s.calibrated_rate_hz = 60.0  # 1 % of a 30 s window: 18 late inferences
+
+    def seen(latency_s: float, t_s: float) -> None:
+        s.note_seen(t_s)
+        s.note_inference(latency_s, t_s)
+
+    for k in range(40):
+        seen(0.010, 0.1 * k)
+    assert excuses_bursts(s, 30.0)
+    seen(0.050, 4.0)  # a backlog: the latest inference late
+    assert not excuses_bursts(s, 30.0)
+    seen(0.010, 4.1)
+    assert excuses_bursts(s, 30.0)  # drained, 17 of 18 left
+    for k in range(18):
+        seen(0.050, 5.0 + 0.01 * k)
+    seen(0.010, 5.5)
+    assert not excuses_bursts(s, 30.0)  # drained, yet 19 late within the window: the budget is spent
+    seen(0.010, 36.0)
+    assert excuses_bursts(s, 30.0)  # the window has forgotten them
