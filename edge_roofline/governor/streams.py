@@ -188,7 +188,11 @@ class Stream:
         return self._kept(min_samples)
 
     def calibration_window(self, min_samples: int) -> StreamWindow | None:
-        """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more."""
+        """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more;
+        one, where ``min_samples`` allows it, once the gap before it gives the rate."""
+        if len(self.latencies) == 1 and min_samples <= 1 and self.last_gap_s > 0:
+            (t_s, latency_s), = self.latencies
+            return StreamWindow(np.array([latency_s]), 1.0 / self.last_gap_s, np.array([t_s]))
         return self._kept(max(min_samples, 2))
 
     def _kept(self, min_samples: int) -> StreamWindow | None:
