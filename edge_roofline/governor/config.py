@@ -36,11 +36,10 @@ MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase
 LATENCIES = ("", "execution", "end_to_end")  # StreamConfig.latency
 # A prefill stream's sample is a whole request's first token (one every few seconds for long
-# answers), and a prefill's time barely varies: one calibrates its mean (with the gap before it
-# for the rate), where a frame stream waits for min_calibration_samples (otherwise every move
-# clears them first, and each step down waits for a request while its prior's uncertainty holds
-# the device at MAXN).
-PREFILL_CALIBRATION_SAMPLES = 1
+# answers): two of them calibrate its mean, where a frame stream waits for min_calibration_samples
+# (otherwise every move clears them first and its prior's uncertainty holds the device at MAXN);
+# one, where requests come further apart than a dwell (Stream.calibration_window).
+PREFILL_CALIBRATION_SAMPLES = 2
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 
 

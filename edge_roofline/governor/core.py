@@ -262,7 +262,7 @@ class Governor:
         # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
         one_full = any(w is not None for w in windows.values())
         cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
-            cfg.min_calibration_samples)) if one_full else None) for s in self.streams.values()}
+            cfg.min_calibration_samples), cfg.dwell_s) if one_full else None) for s in self.streams.values()}
         power_w = self._power.mean_w(now_s - cfg.window_s)
 
         def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,

@@ -187,10 +187,12 @@ class Stream:
             self.latencies.popleft()
         return self._kept(min_samples)
 
-    def calibration_window(self, min_samples: int) -> StreamWindow | None:
+    def calibration_window(self, min_samples: int, dwell_s: float = math.inf) -> StreamWindow | None:
         """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more;
-        one, where ``min_samples`` allows it, once the gap before it gives the rate."""
-        if len(self.latencies) == 1 and min_samples <= 1 and self.last_gap_s > 0:
+        a prefill's one time to first token where its requests come more than ``dwell_s`` apart
+        (a second would hold the point a request longer; the gap gives the rate, and a prefill's
+        time barely varies)."""
+        if len(self.latencies) == 1 and self.config.phase == "prefill" and self.last_gap_s >= dwell_s:
             (t_s, latency_s), = self.latencies
             return StreamWindow(np.array([latency_s]), 1.0 / self.last_gap_s, np.array([t_s]))
         return self._kept(max(min_samples, 2))

@@ -72,3 +72,26 @@ def test_a_language_models_phases_come_back_as_one_workload(runtime):
         gov.step(start_s + gap_s)
         if request == 0:
             assert not any(s.active for s in gov.streams.values())  # silent: the model left
+
+
+@pytest.mark.parametrize("gap_s, calibrates", [(4.0, True), (1.0, False)])
+def test_a_slow_prefill_calibrates_on_one_time_to_first_token(gap_s, calibrates):
+    """Requests further apart than a dwell: a second time to first token would hold the point a
+    request longer, so one calibrates the prefill's mean (at the rate of the gap before it)."""
+    from edge_roofline.governor.streams import Stream
+
+    dwell_s = GovernorConfig().dwell_s
+    assert 1.0 < dwell_s < 4.0
+    ttft = Stream(parse_streams(PHASE_STREAMS)[0])
+    for t_s in (10.0, 10.0 + gap_s):
+        ttft.note_seen(t_s)
+    ttft.add_judged(10.0 + gap_s, 0.050, 30.0)
+    window = ttft.calibration_window(ttft.config.calibration_samples(6), dwell_s)
+    assert (window is not None) == calibrates
+    if calibrates:
+        assert list(window.latencies_s) == [0.050] and window.rate_hz == pytest.approx(1.0 / gap_s)
+    tpot = Stream(parse_streams(PHASE_STREAMS)[1])  # a decode step is no request: it waits for its samples
+    for t_s in (10.0, 10.0 + gap_s):
+        tpot.note_seen(t_s)
+    tpot.add_judged(10.0 + gap_s, 0.010, 30.0)
+    assert tpot.calibration_window(tpot.config.calibration_samples(6), dwell_s) is None
