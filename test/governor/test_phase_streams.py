@@ -58,6 +58,22 @@ def test_each_phase_stream_gets_its_phases_roofline(runtime):
     assert intensity["ttft"] > 20 * intensity["tpot"], intensity
 
 
+def test_a_language_model_back_after_a_gap_comes_back_as_one_workload(runtime):
+    """After its first answer a language model falls silent (no request rate known yet) and
+    leaves; its next prefill brings both phases back as one workload: the decode step after it
+    must not count as a second change that clears the time to first token just taken."""
+    gov = runtime.governor
+    gap_s = gov.config.stream_timeout_s + 1.0
+    for start_s in (1.0, 1.0 + 2 * gap_s):
+        runtime.observe_stats("ttft", "zoo:tiny_decoder", 0.050, start_s, "prefill", 0.050)
+        for k in range(1, 4):
+            runtime.observe_stats("tpot", "zoo:tiny_decoder", 0.010, start_s + 0.01 * k, "decode", 0.010)
+        gov.step(start_s + gap_s)
+        if start_s == 1.0:
+            assert not any(s.active for s in gov.streams.values())  # silent: the model left
+    assert [lat for _, lat in gov.streams["ttft"].latencies] == [0.050]
+
+
 @pytest.mark.parametrize("gap_s, calibrates", [(4.0, True), (1.0, False)])
 def test_a_slow_prefill_calibrates_on_one_time_to_first_token(gap_s, calibrates):
     """Requests further apart than a dwell: a second time to first token would hold the point a
