@@ -37,7 +37,8 @@ PHASES = ("", "prefill", "decode")  # StreamConfig.phase
 LATENCIES = ("", "execution", "end_to_end")  # StreamConfig.latency
 # A prefill stream's sample is a whole request's first token (one every few seconds for long
 # answers): two of them calibrate its mean, where a frame stream waits for min_calibration_samples
-# (otherwise every move clears them first and its prior's uncertainty holds the device at MAXN).
+# (otherwise every move clears them first and its prior's uncertainty holds the device at MAXN);
+# one, where requests come further apart than a dwell (Stream.calibration_window).
 PREFILL_CALIBRATION_SAMPLES = 2
 DEFAULT_STREAM = "default"  # the one stream of a configuration without ``streams``
 

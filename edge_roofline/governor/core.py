@@ -33,7 +33,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition
 from .verdicts import held_power_w, unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow, silent, uncount_since
+from .streams import PowerWindow, Stream, StreamWindow, returned, silent, uncount_since
 
 
 class Governor:
@@ -114,7 +114,7 @@ class Governor:
         s = self._stream(stream)
         s.note_seen(timestamp_s)
         if not s.active:
-            s.active = True
+            returned(self.streams.values(), s)
             if self._seen_any:  # the set of streams sharing the device changed
                 if timestamp_s > self._start_grace_s:  # it joined a running mix: it may leave as soon
                     s.counted_since_s = timestamp_s + self.config.change_grace_s
@@ -262,7 +262,7 @@ class Governor:
         # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
         one_full = any(w is not None for w in windows.values())
         cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
-            cfg.min_calibration_samples)) if one_full else None) for s in self.streams.values()}
+            cfg.min_calibration_samples), cfg.dwell_s) if one_full else None) for s in self.streams.values()}
         power_w = self._power.mean_w(now_s - cfg.window_s)
 
         def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,

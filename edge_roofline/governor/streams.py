@@ -14,6 +14,7 @@ import copy
 import math
 from collections import deque
 from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 
@@ -186,8 +187,14 @@ class Stream:
             self.latencies.popleft()
         return self._kept(min_samples)
 
-    def calibration_window(self, min_samples: int) -> StreamWindow | None:
-        """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more."""
+    def calibration_window(self, min_samples: int, dwell_s: float = math.inf) -> StreamWindow | None:
+        """Every sample kept since the switch, if ``min_samples`` (and two, for a rate) or more;
+        a prefill's one time to first token where its requests come more than ``dwell_s`` apart
+        (a second would hold the point a request longer; the gap gives the rate, and a prefill's
+        time barely varies)."""
+        if len(self.latencies) == 1 and self.config.phase == "prefill" and self.last_gap_s >= dwell_s:
+            (t_s, latency_s), = self.latencies
+            return StreamWindow(np.array([latency_s]), 1.0 / self.last_gap_s, np.array([t_s]))
         return self._kept(max(min_samples, 2))
 
     def _kept(self, min_samples: int) -> StreamWindow | None:
@@ -272,12 +279,27 @@ class Stream:
                             self.inferences, self.late)
 
 
+def engine(streams: Iterable[Stream], s: Stream) -> list[Stream]:
+    """``s`` and the other phases of its language model (StreamConfig.engine); ``[s]`` for a
+    stream that is no phase."""
+    return [o for o in streams if s.config.engine and o.config.engine == s.config.engine] or [s]
+
+
+def returned(streams: Iterable[Stream], s: Stream) -> None:
+    """``s`` publishes again: it is active, and so are the phases of its language model seen
+    before (they left together, between requests: one workload comes back, not one per phase,
+    each clearing the windows of the phase before it, such as the time to first token just
+    taken). A phase never seen joins when it first publishes, as any stream does."""
+    for o in engine(streams, s):
+        if o is s or o.last_seen_s > -math.inf:
+            o.active = True
+
+
 def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list[Stream]:
     """The streams silent beyond their ``silence_limit_s``; a language model's phases leave
     together (decode is silent between answers: StreamConfig.engine)."""
-    def engine(s: Stream) -> list[Stream]:
-        return [o for o in streams if s.config.engine and o.config.engine == s.config.engine] or [s]
-    return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s) for o in engine(s))]
+    return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s)
+                                      for o in engine(streams, s))]
 
 
 def uncount_since(streams: list[Stream], since_s: float) -> float:
