@@ -195,8 +195,9 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     joint = [predict_point(p, streams, energy) for p in candidates]
     per_stream = [dominance.envelope([j.streams[k] for j in joint]) for k in range(len(streams))]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
+    floors_w = dominance.power_envelope([j.power_w if j.point.name in measured else 0.0 for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
-                            j.gpu_utilisation) for i, j in enumerate(joint)]
+                            j.gpu_utilisation, floors_w[i]) for i, j in enumerate(joint)]
 
 
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,

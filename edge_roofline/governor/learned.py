@@ -16,7 +16,7 @@ from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
 from .policy import MAX_UTILISATION
-from .queueing import TAIL_SHARE, tail_share_seen
+from .queueing import TAIL_SHARE, measure, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -121,6 +121,23 @@ class Learned:
                 observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
         self.energy.update(point, power.mean_w(now_s - config.window_s), observed)
 
+    def _learn_from_miss(self, point: OperatingPoint, active: list[Stream], missing: list[Stream]) -> None:
+        """A miss is escaped after the few samples that show it, before a window fills: those
+        samples still say how slow the point is. Each stream not calibrated here feeds them to
+        its predictor (their mean, the others' contention taken out), or the model, unchanged,
+        ranks the next point that slow as promising and the same miss comes again."""
+        loads = stream_loads(point, [(s, None) for s in active])
+        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
+        gpu_s = {load.name: load.gpu_time_s for load in loads}
+        for s in missing:
+            w = s.calibration_window(2)
+            if s.name in self.calibrated_here or w is None:
+                continue
+            service = measure(w.finish_s, w.latencies_s, s.config.percentile, w.rate_hz, s.queue)
+            s.predictor.update(point, uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name]),
+                               samples=len(w.latencies_s), latency_var_s2=service.service_var_s2)
+            self.calibrated_here.add(s.name)
+
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
               surprised: Callable[[list[Stream], bool, float], None]) -> dict[str, float]:
@@ -139,6 +156,7 @@ class Learned:
             self.findings.missed.rule_out(point.name, now_s)
             self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
+            self._learn_from_miss(point, active, [s for s in active if s.name in violations])
             return violations
         if point.name in unbeatable:
             # Held where nowhere is faster, its verdict stands only while the evidence does: a
