@@ -36,6 +36,7 @@ class Learned:
         # or verdict does not change; only a new model (or a new target) probes again.
         self.probed: set[str] = set()
         self.probe_candidates: frozenset[str] = frozenset()
+        self._miss_fed: dict[str, float] = {}  # stream: its first sample at the stay whose miss it learned
 
     def measured_here(self, active: list[Stream], here_s: float, window_s: float) -> bool:
         """The current point (held ``here_s`` since its move settled) has been measured: every
@@ -96,14 +97,16 @@ class Learned:
             elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 surprised([s], mean > before, float(w.finish_s[0]))
-            last_rate = s.calibrated_rate_hz
+            last_rate = s.ranked_rate_hz
             # Decode steps come in bursts, one per answer: their window's rate says where it fell
             # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
             # the prefill stream's, checked there.
             if last_rate is not None and s.config.phase != "decode" \
                     and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
                 rate_changed(changed_s=float(w.finish_s[0]))  # the energy ranking moves with the rate
+                last_rate = None
             s.calibrated_rate_hz = rate_hz
+            s.ranked_rate_hz = last_rate or rate_hz
             s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
                                latency_var_s2=service.service_var_s2)
             observed.append((s.predictor, mean, power_rate_hz(s, w, power, now_s) or rate_hz))
@@ -131,12 +134,13 @@ class Learned:
         gpu_s = {load.name: load.gpu_time_s for load in loads}
         for s in missing:
             w = s.calibration_window(2)
-            if s.name in self.calibrated_here or w is None:
+            # once per stay (a point nowhere beats is held, missing, step after step)
+            if s.name in self.calibrated_here or w is None or self._miss_fed.get(s.name) == s.latencies[0][0]:
                 continue
+            self._miss_fed[s.name] = s.latencies[0][0]
             service = measure(w.finish_s, w.latencies_s, s.config.percentile, w.rate_hz, s.queue)
             s.predictor.update(point, uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name]),
                                samples=len(w.latencies_s), latency_var_s2=service.service_var_s2)
-            self.calibrated_here.add(s.name)
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
