@@ -1,6 +1,9 @@
 """What the governor learns by measuring where its model is wrong (issue 13): one step down a
 single axis from the best point, points measured to meet, an exploration that misses left at
-once, and a slow stream measured before a point is left."""
+once and learned from, a slow stream measured before a point is left, and the power floor a
+measured point sets under the points above it."""
+
+from contextlib import contextmanager
 
 from edge_roofline.governor.joint import predict_candidates
 from edge_roofline.governor.points import effective_clocks
@@ -83,25 +86,30 @@ def test_an_exploration_that_misses_is_left_at_once(tmp_path):
     assert any(dt < gov.config.safety.min_switch_interval_s + 0.1 for dt, _ in left), left
 
 
-def test_every_stream_is_measured_before_an_exploration_is_left(tmp_path):
-    # A 5 Hz stream needs 2.4 s for its window: a point left once the 30 Hz one is measured
-    # would teach the slow stream's predictor nothing.
-    streams = {"det": STREAMS["det"], "seg": (5.0, 2.0, 60.0)}
-    gov, platform, clock = make(tmp_path, streams)
-    seg = gov.streams["seg"]
-    calibrated_at = []
-    update = Predictor.update
+@contextmanager
+def calibrations(stream):
+    """The names of the points ``stream``'s predictor is fed a measurement at, in order."""
+    calibrated_at, update = [], Predictor.update
 
     def record(predictor, point, *args, **kwargs):
-        if predictor is seg.predictor:
+        if predictor is stream.predictor:
             calibrated_at.append(point.name)
         return update(predictor, point, *args, **kwargs)
 
     Predictor.update = record
     try:
-        decisions = drive_streams(gov, platform, clock, 30.0, streams=streams)
+        yield calibrated_at
     finally:
         Predictor.update = update
+
+
+def test_every_stream_is_measured_before_an_exploration_is_left(tmp_path):
+    # A 5 Hz stream needs 2.4 s for its window: a point left once the 30 Hz one is measured
+    # would teach the slow stream's predictor nothing.
+    streams = {"det": STREAMS["det"], "seg": (5.0, 2.0, 60.0)}
+    gov, platform, clock = make(tmp_path, streams)
+    with calibrations(gov.streams["seg"]) as calibrated_at:
+        decisions = drive_streams(gov, platform, clock, 30.0, streams=streams)
     explored = [d.point.name for d in decisions[:-30] if d.applied and d.state == "exploring"]
     assert explored
     assert set(explored) <= set(calibrated_at), sorted(set(explored) - set(calibrated_at))
@@ -173,20 +181,8 @@ def test_a_point_left_after_a_miss_teaches_the_model_its_samples(tmp_path):
         return launch_bound_latency_s(p, scale) * (3.0 if slow else 1.0)
 
     gov, platform, clock = launch_bound_governor(tmp_path, 2.0)
-    stream = gov.streams["default"]
-    calibrated_at = []
-    update = Predictor.update
-
-    def record(predictor, point, *args, **kwargs):
-        if predictor is stream.predictor:
-            calibrated_at.append(point.name)
-        return update(predictor, point, *args, **kwargs)
-
-    Predictor.update = record
-    try:
+    with calibrations(gov.streams["default"]) as calibrated_at:
         decisions = drive(gov, platform, clock, 10.0, rate_hz=30.0, latency_law=cliff_latency_s)
-    finally:
-        Predictor.update = update
     applied = [d for d in decisions if d.applied]
     missed = [d0.point.name for d0, d1 in zip(applied, applied[1:])
               if d0.state == "exploring" and d1.reason.startswith("measured percentile")]
