@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
 
@@ -16,7 +18,7 @@ from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
 from .policy import MAX_UTILISATION
-from .queueing import TAIL_SHARE, measure, tail_share_seen
+from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -138,9 +140,12 @@ class Learned:
             if s.name in self.calibrated_here or w is None or self._miss_fed.get(s.name) == s.latencies[0][0]:
                 continue
             self._miss_fed[s.name] = s.latencies[0][0]
-            service = measure(w.finish_s, w.latencies_s, s.config.percentile, w.rate_hz, s.queue)
-            s.predictor.update(point, uncontended(service.service_mean_s, gpu_s[s.name], stretches[s.name]),
-                               samples=len(w.latencies_s), latency_var_s2=service.service_var_s2)
+            # Service times, waiting taken out (a point too slow for its input period queues), the
+            # first left out: its wait is not known.
+            order = np.argsort(w.finish_s, kind="stable")
+            service = service_times_s(w.finish_s[order], w.latencies_s[order])[1:]
+            s.predictor.update(point, uncontended(float(service.mean()), gpu_s[s.name], stretches[s.name]),
+                               samples=len(service), latency_var_s2=float(service.var()))
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
