@@ -140,10 +140,13 @@ class Learned:
             if s.name in self.calibrated_here or w is None or self._miss_fed.get(s.name) == s.latencies[0][0]:
                 continue
             self._miss_fed[s.name] = s.latencies[0][0]
-            # Service times, waiting taken out (a point too slow for its input period queues), the
-            # first left out: its wait is not known.
+            # Service times, waiting taken out (a point too slow for its input period queues). The
+            # first one's wait is not known (it may have queued behind the move's own inferences):
+            # it is taken as no longer than the longest of the others'. Their mean, not a median:
+            # a stream another one contends with every other frame runs at two speeds.
             order = np.argsort(w.finish_s, kind="stable")
-            service = service_times_s(w.finish_s[order], w.latencies_s[order])[1:]
+            service = service_times_s(w.finish_s[order], w.latencies_s[order])
+            service[0] = min(service[0], service[1:].max())
             s.predictor.update(point, uncontended(float(service.mean()), gpu_s[s.name], stretches[s.name]),
                                samples=len(service), latency_var_s2=float(service.var()))
 

@@ -208,3 +208,27 @@ def test_each_prediction_carries_the_power_of_the_measured_points_it_dominates(t
     assert any(below.values())
     for p in preds:
         assert p.power_floor_w == max((raw[n] for n in below[p.point.name]), default=0.0), p.point.name
+
+
+def test_a_miss_teaches_its_service_times_not_its_queue(tmp_path):
+    # 20 ms inferences arriving every 16.7 ms queue: each finishes one service after the last,
+    # and the first waited behind the move's own inferences (52 ms). The model learns 20 ms.
+    gov, platform, clock = launch_bound_governor(tmp_path, 1.3)
+    drive(gov, platform, clock, 1.0, rate_hz=60.0, latency_law=launch_bound_latency_s)
+    stream = gov.streams["default"]
+    stream.latencies.clear()
+    for k, latency_s in enumerate((0.052, 0.0233, 0.0267)):
+        stream.latencies.append((10.0 + 0.020 * k, latency_s))
+    fed = []
+    update = Predictor.update
+
+    def record(predictor, point, latency_s, *args, **kwargs):
+        fed.append(latency_s)
+        return update(predictor, point, latency_s, *args, **kwargs)
+
+    Predictor.update = record
+    try:
+        gov.learned._learn_from_miss(gov.current, [stream], [stream])
+    finally:
+        Predictor.update = update
+    assert len(fed) == 1 and abs(fed[0] - 0.020) < 1e-6, fed
