@@ -199,8 +199,9 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint]), excuses_bursts(s, late_window_s))
                   for k, (s, _, _) in enumerate(streams)]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
+    floors_w = dominance.power_envelope([j.power_w if j.point.name in measured else 0.0 for j in joint], measured)
     return [JointPrediction(j.point, tuple(col[i] for col in per_stream), powers_w[i], j.power_std_w,
-                            j.gpu_utilisation) for i, j in enumerate(joint)]
+                            j.gpu_utilisation, floors_w[i]) for i, j in enumerate(joint)]
 
 
 def excuses_bursts(stream: Stream, late_window_s: float) -> bool:

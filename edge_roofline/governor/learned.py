@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
 
@@ -16,7 +18,7 @@ from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
 from .policy import MAX_UTILISATION
-from .queueing import TAIL_SHARE, tail_share_seen
+from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
 
 
@@ -36,6 +38,7 @@ class Learned:
         # or verdict does not change; only a new model (or a new target) probes again.
         self.probed: set[str] = set()
         self.probe_candidates: frozenset[str] = frozenset()
+        self._miss_fed: dict[str, float] = {}  # stream: its first sample at the stay whose miss it learned
 
     def measured_here(self, active: list[Stream], here_s: float, window_s: float) -> bool:
         """The current point (held ``here_s`` since its move settled) has been measured: every
@@ -96,14 +99,16 @@ class Learned:
             elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 surprised([s], mean > before, float(w.finish_s[0]))
-            last_rate = s.calibrated_rate_hz
+            last_rate = s.ranked_rate_hz
             # Decode steps come in bursts, one per answer: their window's rate says where it fell
             # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
             # the prefill stream's, checked there.
             if last_rate is not None and s.config.phase != "decode" \
                     and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
                 rate_changed(changed_s=float(w.finish_s[0]))  # the energy ranking moves with the rate
+                last_rate = None
             s.calibrated_rate_hz = rate_hz
+            s.ranked_rate_hz = last_rate or rate_hz
             s.predictor.update(point, mean, input_rate_hz=rate_hz, samples=len(lat),
                                latency_var_s2=service.service_var_s2)
             observed.append((s.predictor, mean, power_rate_hz(s, w, power, now_s) or rate_hz))
@@ -120,6 +125,30 @@ class Learned:
                     return  # nothing known about its share (learned by measuring, none yet)
                 observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
         self.energy.update(point, power.mean_w(now_s - config.window_s), observed)
+
+    def _learn_from_miss(self, point: OperatingPoint, active: list[Stream], missing: list[Stream]) -> None:
+        """A miss is escaped after the few samples that show it, before a window fills: those
+        samples still say how slow the point is. Each stream not calibrated here feeds them to
+        its predictor (their mean, the others' contention taken out), or the model, unchanged,
+        ranks the next point that slow as promising and the same miss comes again."""
+        loads = stream_loads(point, [(s, None) for s in active])
+        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
+        gpu_s = {load.name: load.gpu_time_s for load in loads}
+        for s in missing:
+            w = s.calibration_window(2)
+            # once per stay (a point nowhere beats is held, missing, step after step)
+            if s.name in self.calibrated_here or w is None or self._miss_fed.get(s.name) == s.latencies[0][0]:
+                continue
+            self._miss_fed[s.name] = s.latencies[0][0]
+            # Service times, waiting taken out (a point too slow for its input period queues). The
+            # first one's wait is not known (it may have queued behind the move's own inferences):
+            # it is taken as no longer than the longest of the others'. Their mean, not a median:
+            # a stream another one contends with every other frame runs at two speeds.
+            order = np.argsort(w.finish_s, kind="stable")
+            service = service_times_s(w.finish_s[order], w.latencies_s[order])
+            service[0] = min(service[0], service[1:].max())
+            s.predictor.update(point, uncontended(float(service.mean()), gpu_s[s.name], stretches[s.name]),
+                               samples=len(service), latency_var_s2=float(service.var()))
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
@@ -139,6 +168,7 @@ class Learned:
             self.findings.missed.rule_out(point.name, now_s)
             self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
+            self._learn_from_miss(point, active, [s for s in active if s.name in violations])
             return violations
         if point.name in unbeatable:
             # Held where nowhere is faster, its verdict stands only while the evidence does: a

@@ -107,6 +107,13 @@ class JointPrediction:
     power_w: float
     power_std_w: float
     gpu_utilisation: float = 0.0  # the streams' GPU time per second, together
+    # The most a measured point it dominates draws: it draws no less (rules.Dominance.power_envelope).
+    power_floor_w: float = 0.0
+
+    @property
+    def power_low_w(self) -> float:
+        """The least power it may draw: one std under the prediction, never under its floor."""
+        return max(self.power_w - self.power_std_w, self.power_floor_w)
 
     def meets(self, optimistic: bool = False) -> bool:
         return self.gpu_utilisation <= MAX_UTILISATION and all(s.meets(optimistic) for s in self.streams)
@@ -204,7 +211,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         # to be the real best (the most uncertain one is usually an expensive corner).
         uncertain = [p for p in feasible if p.point.name not in measured
                      and p.power_std_w > explore_min_rel_std * p.power_w
-                     and p.power_w - p.power_std_w < best.power_w]
+                     and p.power_low_w < best.power_w]
         if uncertain:
             pick = min(uncertain, key=lambda p: p.power_w)
             if pick.point != current.point:
@@ -237,7 +244,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
         # meet them too and may save energy: of those, the likeliest to meet. Measured, it isolates
         # the axis (no second probe on it); a miss is caught early and rules it out.
         tries = [p for p in pool if p.point.name in probes and p.point.name not in measured
-                 and p.power_w - p.power_std_w < best.power_w and p.may_meet()] if not violations else []
+                 and p.power_low_w < best.power_w and p.may_meet()] if not violations else []
         if tries:
             pick = min(tries, key=lambda p: (p.closeness, p.power_w))
             return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)

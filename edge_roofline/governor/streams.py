@@ -131,6 +131,9 @@ class Stream:
         # of |measured / predicted - 1| at each point's first window).
         self.model_rel_error = 0.0
         self.calibrated_rate_hz: float | None = None
+        # The rate the points are ranked at: a change is measured from it, not from the last
+        # window (a sliding window held at one point creeps to a new rate in steps each too small).
+        self.ranked_rate_hz: float | None = None
 
     @property
     def name(self) -> str:
@@ -149,7 +152,8 @@ class Stream:
         returns the one kept for ``workload`` (served before), else None. The rate measured so
         far was the old model's inputs (a switch may bring another rate): the new model's is
         measured afresh, from its second inference on; until then its predictor's last one."""
-        self.calibrated_rate_hz, self.last_gap_s = None, 0.0
+        self.calibrated_rate_hz = self.ranked_rate_hz = None
+        self.last_gap_s = 0.0
         if isinstance(self.predictor, Predictor) and self._workload is not None:
             self._predictors[self._workload] = copy.deepcopy(self.predictor)
         self._workload = workload

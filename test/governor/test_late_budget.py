@@ -238,6 +238,17 @@ def test_a_rate_change_seen_in_a_window_is_graced_from_when_the_window_began(tmp
     assert gov._counted_from_s < gov._workload_since_s + 2.0
 
 
+def test_a_rate_change_at_a_held_point_is_seen_though_the_window_creeps_to_it(tmp_path):
+    # Held at one point, the sliding window's rate moves from 40 Hz to 10 Hz in steps each under
+    # rate_change_rel: measured from the rate the points were ranked at, the change still shows.
+    gov, platform, clock = make(tmp_path, explore_budget=0, window_s=5.0)
+    drive_settle(gov, platform, clock, 8.0, rate_hz=40.0)
+    before_s, point = gov._workload_since_s, gov.current
+    drive_settle(gov, platform, clock, 3.2, rate_hz=10.0)  # the window's rate: 34, 28, 22 Hz
+    assert gov.current == point, "held at one point (the premise)"
+    assert gov._workload_since_s > before_s, "the rate change was not seen"
+
+
 def test_a_preset_changes_long_transient_gets_no_longer_window():
     # A slow stream's window is stretched to hold one miss of a move within the preset; a move
     # across presets (a transient of hundreds of ms) costs more than that window holds at 1 %.

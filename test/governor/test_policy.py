@@ -1,6 +1,8 @@
 """The policy on hand-made predictions: hysteresis, provisional points, feedback from a miss, the
 utilisation rule and exploration."""
 
+from dataclasses import replace
+
 from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
 from edge_roofline.platforms.base import OperatingPoint
 
@@ -82,3 +84,16 @@ def test_shared_gpu_over_full_utilisation_is_not_feasible():
     ok = joint("ok", 20.0, det=10, seg=10)
     saturated = JointPrediction(OperatingPoint("sat"), ok.streams, 10.0, 0.1, gpu_utilisation=0.99)
     assert not saturated.meets() and choose([ok, saturated], ok, **CHOICE).prediction is ok
+
+
+def test_no_uncertain_point_is_explored_that_draws_at_least_a_measured_one_it_dominates():
+    # A point with every clock at or above a measured one draws at least its power (rules.py):
+    # however uncertain its own prediction, it cannot save energy on that point.
+    current = pred("here", 12, 110)
+    floor_w = current.power_w
+    above = pred("above", 10, 115, energy_std_mj=30)  # one std under: far below the best
+    explore = {**CHOICE, "explore": True, "measured": frozenset({"here"})}
+    assert choose([current, above], current, **explore).prediction is above  # no floor known
+    bounded = replace(above, power_floor_w=floor_w)
+    choice = choose([current, bounded], current, **explore)
+    assert choice.prediction is current and not choice.exploring
