@@ -199,9 +199,10 @@ def test_each_prediction_carries_the_power_of_the_measured_points_it_dominates(t
     measured = gov.findings.measured
     assert len(measured) >= 2
     streams = [(s, None, s.limit_s(gov.config.margin)) for s in gov.streams.values()]
-    preds = predict_candidates(gov.candidates, gov.dominance, streams, gov.energy, measured)
+    window_s = gov.config.late_window_s
+    preds = predict_candidates(gov.candidates, gov.dominance, streams, gov.energy, measured, late_window_s=window_s)
     raw = {p.point.name: p.power_w for p in predict_candidates(gov.candidates, gov.dominance, streams,
-                                                                 gov.energy, set())}
+                                                                 gov.energy, set(), late_window_s=window_s)}
     below = {p.point.name: [q.name for i, q in enumerate(gov.candidates)
                             if q.name in measured and (k in gov.dominance.above[i] or k == i)]
              for k, p in enumerate(preds)}
