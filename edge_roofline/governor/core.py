@@ -4,10 +4,9 @@ It holds several streams (networks) at once, each with its own latency target; o
 point must meet every active stream's target at the least module power (streams.py, joint.py).
 Time is injected (``clock``; each call carries its timestamp): wall time on a robot, simulated in tests.
 
-``step`` is a state machine (states.py: the states, the named transitions and their order).
-Moving the board takes time: a sample whose inference started before the last move settled is
-the move's (moves.py), a point is judged on evidence and the verdict ages (verdicts.py), and what
-has been learned lives in one object (learned.py).
+``step`` is a state machine (states.py: the states, the named transitions and their order). Moving the
+board takes time: a sample whose inference started before the last move settled is the move's (moves.py),
+a point is judged on evidence and the verdict ages (verdicts.py); what has been learned is in learned.py.
 """
 
 from __future__ import annotations
@@ -205,12 +204,13 @@ class Governor:
             self._workload_changed(s)
 
     def _new_target(self, forget_mixes: bool = True, changed_s: float | None = None) -> None:
-        """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are
-        the change's, from ``changed_s`` (None: now; earlier if seen in a window; -inf: none)."""
+        """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are the change's, from
+        ``changed_s`` (None: now; earlier if seen in a window; -inf: none; in a grace: that one's change, seen late)."""
         self._explore_left = self.config.explore_budget
         self._workload_since_s = self.clock.now_s()
         grace_s = (self._workload_since_s if changed_s is None else changed_s) + self.config.change_grace_s
-        self._counted_from_s = max(self._counted_from_s, grace_s)
+        if changed_s is None or changed_s >= self._counted_from_s:
+            self._counted_from_s = max(self._counted_from_s, grace_s)
         self.findings.forget_verdicts()
         if forget_mixes:
             self.learned.mixes.clear()

@@ -93,11 +93,14 @@ def tail_percentile(percentile: float, share: float = TAIL_SHARE) -> float:
 
 
 def tail_share_seen(latency_s: np.ndarray, target_s: float) -> float:
-    """The share of ``latency_s`` over ``target_s``; 0 where too few samples to show a share
-    of TAIL_SHARE (a window of a dozen with one late one says nothing about the 99th)."""
+    """The share of ``latency_s`` (in order) over ``target_s``, late ones in a row counting once:
+    a burst and the backlog behind it, drained or still draining, are BurstMeter's to price (a
+    level, every sample late, is the verdicts'); 0 where too few samples to show a share of
+    TAIL_SHARE (a window of a dozen with one late one says nothing about the 99th)."""
     if len(latency_s) * TAIL_SHARE < _MIN_TAIL_SAMPLES:
         return 0.0
-    return float(np.mean(latency_s > target_s))
+    late = latency_s > target_s
+    return float(np.count_nonzero(late[1:] & ~late[:-1]) + late[0]) / len(late)
 
 
 def percentile_latency_s(service_s: float, rate_hz: float, jitter_ratio: float, shape: QueueShape,

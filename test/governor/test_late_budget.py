@@ -249,6 +249,22 @@ def test_a_rate_change_at_a_held_point_is_seen_though_the_window_creeps_to_it(tm
     assert gov._workload_since_s > before_s, "the rate change was not seen"
 
 
+def test_a_rate_change_seen_inside_a_told_changes_grace_is_that_change(tmp_path):
+    # A phase changes the target (told) and the input rate (seen in a window that began inside the
+    # told change's grace): one change, one grace. Dating a second grace from that window let late
+    # ones the told change's grace no longer covers go uncounted (ms_agx_slow_actuation@seed27:
+    # counted from 12.44 s, not 12.0 s; an exploration's miss spent them: 1.67 -> 1.11 % late).
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 4.0, rate_hz=40.0)
+    gov.set_target(25.0, 95.0)
+    told_s = clock.now_s()
+    assert gov._counted_from_s == pytest.approx(told_s + 2.0)
+    before_s = gov._workload_since_s
+    drive_settle(gov, platform, clock, 3.0, rate_hz=10.0)
+    assert gov._workload_since_s > before_s, "the rate change was not seen"
+    assert gov._counted_from_s == pytest.approx(told_s + 2.0)
+
+
 def test_a_preset_changes_long_transient_gets_no_longer_window():
     # A slow stream's window is stretched to hold one miss of a move within the preset; a move
     # across presets (a transient of hundreds of ms) costs more than that window holds at 1 %.
