@@ -125,7 +125,7 @@ class Governor:
             return False
         start_s = timestamp_s - latency_s
         s.note_inference(latency_s, timestamp_s, counted=start_s >= self._counted_from_s)
-        self.move.learn(s.name, start_s, latency_s, self.learned.settle)
+        self.move.learn(s, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
         s.add_judged(timestamp_s, latency_s, self.config.late_window_s)
@@ -375,7 +375,7 @@ class Governor:
             probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
             if choice.exploring and unaffordable_miss(
                     choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
-                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None):
+                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains):
                 explore = False
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,

@@ -85,16 +85,18 @@ class Move:
         self.backlog_left[stream] = 0  # the backlog has drained, or grows: what follows is the point's
         return False
 
-    def learn(self, stream: str, start_s: float, latency_s: float, settle: "SettleTimes") -> None:
-        """Keep the first samples after the move until one stream shows when it settled."""
+    def learn(self, stream, start_s: float, latency_s: float, settle: "SettleTimes") -> None:
+        """Keep the first samples after the move until one stream (streams.Stream) shows when it
+        settled, and whether its first inference after the move was late (``Stalls``)."""
         if not self.domains or self.samples is None:
             return
-        seen = self.samples.setdefault(stream, [])
+        seen = self.samples.setdefault(stream.name, [])
         seen.append((start_s - self.time_s, latency_s))
         if sum(1 for t, _ in seen if t >= 2 * self.settle_s) >= SETTLED_SAMPLES:
             observed = observed_settle_s(seen, self.settle_s)
             if observed is not None:
                 settle.observe(self.domains, observed)
+            stream.stalls.observe(self.domains, seen, 2 * self.settle_s, stream.config.target_latency_s)
             self.samples = None  # one look per move
 
 
@@ -131,6 +133,33 @@ class SettleTimes:
 
     def table(self) -> dict[str, float]:
         return {d: self.domain_s(d) for d in DOMAINS}
+
+
+class Stalls:
+    """Per domain, the share of one stream's moves whose first inference started after the move was late
+    while the point moved to meets its target: a one-off cost of the move on top of its settle
+    time (on a Jetson the first inference after an EMC change stalls, however short the settle,
+    and at a tight target that is a late one). It depends on the stream's target, so each stream
+    learns its own; a domain no move of it has shown yet costs nothing."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, deque[float]] = {d: deque(maxlen=SETTLE_OBSERVATIONS) for d in DOMAINS}
+
+    def observe(self, domains: frozenset[str], samples: list[tuple[float, float]], settled_from_s: float,
+                target_s: float) -> None:
+        """``samples``: (start after the move, latency); those from ``settled_from_s`` on are at
+        the point moved to. A point that misses teaches nothing (its first one is late anyway)."""
+        settled = [lat for start, lat in samples if start >= settled_from_s]
+        after = [(start, lat) for start, lat in samples if start > 0]  # one that started before ran at the old point
+        if not settled or np.median(settled) > target_s or not after:
+            return
+        first_late = float(min(after)[1] > target_s)
+        for d in domains:
+            self._seen[d].append(first_late)
+
+    def late_per_move(self, domains: frozenset[str]) -> float:
+        """The late inferences one move of ``domains`` is expected to cost this way."""
+        return max((float(np.mean(self._seen[d])) for d in domains if self._seen[d]), default=0.0)
 
 
 def observed_settle_s(samples: list[tuple[float, float]], settle_s: float) -> float | None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .config import StreamConfig
 from .model_follow import ModelGate
+from .moves import Stalls
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
 from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
@@ -127,6 +128,7 @@ class Stream:
         self.jitter_ratio = 1.0  # service-time percentile / mean
         self.queue = QueueShape()  # its input queue, as measured (queueing.py)
         self.bursts = BurstMeter()  # rare slow inferences and their backlogs (queueing.py)
+        self.stalls = Stalls()  # late first inferences after a move, per domain (moves.py)
         # How far off the predictor was at the points it had not measured yet (a running mean
         # of |measured / predicted - 1| at each point's first window).
         self.model_rel_error = 0.0

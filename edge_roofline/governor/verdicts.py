@@ -82,17 +82,18 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int) -> 
     return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
 
 
-def miss_cost(rate_hz: float, settle_s: float) -> float:
+def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0) -> float:
     """The late inferences of a stream at ``rate_hz`` when a move to a point that misses is made
     and undone: those starting inside both transients (``settle_s`` each: the clocks run at the
-    slower point until the move back settles), the one in flight and the MIN_EVENTS that show it."""
-    return 1 + MIN_EVENTS + 2 * rate_hz * settle_s
+    slower point until the move back settles), each move's ``stall_late`` (moves.Stalls), the one
+    in flight and the MIN_EVENTS that show it."""
+    return 1 + MIN_EVENTS + 2 * (rate_hz * settle_s + stall_late)
 
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
                       counted_from_s: float = -math.inf, stay_s: float = 0.0,
                       clocks_settle_s: float | None = None, second_best: bool = False,
-                      held_w: float | None = None) -> str:
+                      held_w: float | None = None, domains: frozenset[str] = frozenset()) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
@@ -106,7 +107,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     change's: a second-best bet does not add its miss to them). ``held_w``: the predicted power of
     the cheapest point known to meet every target (``held_power_w``; None: none is): a move
     predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
-    down one axis draws less whatever the model predicts)."""
+    down one axis draws less whatever the model predicts). ``domains``: those the move changes (each
+    stream's learned stall per move of them is paid twice: out and back)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
@@ -115,7 +117,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         if second_best and now_s - s.last_late_s < window_s:
             return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
-        cost = miss_cost(rate_hz, settle_s)
+        stall_late = s.stalls.late_per_move(domains)
+        cost = miss_cost(rate_hz, settle_s, stall_late)
         # The miss's late ones come one period apart from now: those before counted_from_s are free.
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
         if counted <= 0:
@@ -125,7 +128,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
         # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
-        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s)
+        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late)
         window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
         budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:

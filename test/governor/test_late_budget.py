@@ -10,7 +10,7 @@ import pytest
 
 import edge_roofline.governor.core as core
 from edge_roofline.governor.config import StreamConfig
-from edge_roofline.governor.moves import Move
+from edge_roofline.governor.moves import DOMAINS, Move, SettleTimes
 from edge_roofline.governor.policy import Choice
 from edge_roofline.governor.queueing import TAIL_SHARE
 from edge_roofline.governor.states import Transition
@@ -357,3 +357,35 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
         assert offered, "the scripted choice never offered a dear point"
         made[probes] = any(d.applied and d.point.name in offered for _, d in decisions)
     assert made == {True: False, False: True}
+
+
+def test_a_stream_learns_the_late_first_inference_after_a_move_and_a_miss_pays_it_out_and_back():
+    # The first inference after an EMC move stalls: at a tight target it is late however short
+    # the settle; the point moved to meets (its settled samples are on target).
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    s = stream(30.0, 0)  # budget 9 over 30 s
+    settle_s = 0.01
+    emc, gpu = frozenset({"emc"}), frozenset({"gpu"})
+    assert unaffordable_miss(Prediction(False), [s], settle_s, set(), 1.0, 30.0, domains=emc) == ""  # 3.6 <= 9
+    settle = SettleTimes(dict.fromkeys(DOMAINS, settle_s), 0.3)
+    for k in range(3):
+        move = Move(float(k), emc, settle_s)
+        for i in range(12):  # 30 Hz: the first one stalls (40 ms, target 10 ms), then 5 ms
+            move.learn(s, k + (i + 1) / 30.0, 0.04 if i == 0 else 0.005, settle)
+    assert s.stalls.late_per_move(emc) == 1.0 and s.stalls.late_per_move(gpu) == 0.0
+    poor = stream(30.0, 3)  # budget 6: a miss costs 1 + 2 + 2 x (0.3 + 1) = 5.6 ...
+    poor.stalls = s.stalls
+    assert unaffordable_miss(Prediction(False), [poor], settle_s, set(), 1.0, 30.0, domains=gpu) == ""
+    assert unaffordable_miss(Prediction(False), [poor], settle_s, set(), 1.0, 30.0, domains=emc) == ""
+    poorer = stream(30.0, 4)  # ... more than a budget of 5, without the stalls only 3.6
+    poorer.stalls = s.stalls
+    assert "late budget" in unaffordable_miss(Prediction(False), [poorer], settle_s, set(), 1.0, 30.0, domains=emc)
+    assert unaffordable_miss(Prediction(False), [poorer], settle_s, set(), 1.0, 30.0, domains=gpu) == ""
+
+
+def test_a_move_to_a_point_that_misses_teaches_no_stall():
+    s = stream(30.0, 0)
+    move = Move(0.0, frozenset({"emc"}), 0.01)
+    for i in range(12):
+        move.learn(s, i / 30.0, 0.02, SettleTimes(dict.fromkeys(DOMAINS, 0.01), 0.3))
+    assert s.stalls.late_per_move(frozenset({"emc"})) == 0.0
