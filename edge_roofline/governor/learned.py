@@ -159,13 +159,17 @@ class Learned:
         violations = {s.name: v for s in active
                       if (v := s.violation(s.limit_s(config.margin), config.min_window_samples)) is not None}
         if violations:
-            if point.name in self.findings.met:
+            # Resting on a run the move away cuts short (a burst or a level: its end is never
+            # seen), the verdict ages from the judging window and tells no change of work (a
+            # heavier one shows at the next measured point: calibrate).
+            burst = all(s.cut_burst(config.min_window_samples) for s in active if s.name in violations)
+            if point.name in self.findings.met and not burst:
                 # A point measured to meet every target misses now: the work got heavier.
                 missing = [s for s in active if s.name in violations]
                 surprised(missing, True, min(s.latencies[0][0] for s in missing))
             # It rules out every point it dominates; itself too, unless nowhere is faster (the
             # choice never drops an unbeatable point).
-            self.findings.missed.rule_out(point.name, now_s)
+            self.findings.missed.rule_out(point.name, now_s, config.window_s if burst else None)
             self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
             self._learn_from_miss(point, active, [s for s in active if s.name in violations])

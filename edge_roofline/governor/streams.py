@@ -24,7 +24,7 @@ from .moves import Stalls
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
 from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
-from .verdicts import misses_target
+from .verdicts import cut_burst, misses_target
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
@@ -269,6 +269,12 @@ class Stream:
         if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
+
+    def cut_burst(self, min_samples: int) -> bool:
+        """The samples judged here miss only by a run of outliers still going after the point
+        met (verdicts.cut_burst): a burst or a level."""
+        over = np.array([v for _, v in self.latencies]) > self.config.target_latency_s
+        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.backlog)
 
     def status(self, window: StreamWindow | None, predicted_latency_s: float = math.nan,
                predicted_latency_std_s: float = math.nan) -> StreamStatus:

@@ -8,7 +8,12 @@ A burst (a transient, a neighbour's blip) is then told from a tail (misses sprea
 window) and from a level (every sample late: a run still going counts every sample).
 
 A verdict ages: a point ruled out is tried again after ``ttl_s`` (doubling each time it misses
-again), when the predictions say it would save energy. The point with nowhere faster to go is
+again), when the predictions say it would save energy. A verdict that rests on a run of misses
+of outliers still going after the point was seen meeting (``cut_burst``) is taken at once -- the
+run may be a level, the work got much heavier -- but the move away cuts the run short, so
+whether it was a burst is never seen there: that verdict ages from the judging window instead
+and is not read as a change of the work (learned.py); a point ruled out by a burst is tried
+again within its phase. The point with nowhere faster to go is
 never ruled out (``Misses.rule_out`` is not called for it: core.py).
 
 Finding a miss costs late inferences: those inside the move's transient, the ones that show it
@@ -36,9 +41,10 @@ BURST_GAP_SAMPLES = 2  # on-time samples between two misses of one burst, at mos
 MAX_STRIKES = 4  # the verdict's age doubles per repeated miss, up to 2 ** MAX_STRIKES
 
 
-def miss_events(over: Sequence[bool]) -> int:
+def miss_events(over: Sequence[bool], cut: bool = False) -> int:
     """The misses in ``over`` (each sample over its target, in order), a burst that has ended
-    counting once and a run still going counting every sample."""
+    counting once and a run still going counting every sample (``cut``: once, as a run a move
+    away ends)."""
     events, run, gap = 0, 0, 0
     for late in over:
         if late:
@@ -48,7 +54,7 @@ def miss_events(over: Sequence[bool]) -> int:
             if gap > BURST_GAP_SAMPLES:
                 events, run, gap = events + 1, 0, 0
     if run:
-        events += 1 if gap else run  # ended (on-time samples after it) or still going
+        events += 1 if gap or cut else run  # ended (on-time samples after it) or still going
     return events
 
 
@@ -70,16 +76,31 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(total, 1.0)
 
 
-def misses_target(over: Sequence[bool], percentile: float, full_window: int) -> bool:
+def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut: bool = False) -> bool:
     """The samples ``over`` (each over its target or not, in order, all started after the point
     settled) show that the point misses its ``percentile``: at least two events, more than
-    chance allows or, over ``full_window`` samples or more, more than the percentile allows."""
+    chance allows or, over ``full_window`` samples or more, more than the percentile allows.
+    ``cut``: a run still going counts once (miss_events)."""
     allowed = 1.0 - percentile / 100.0
-    events = miss_events(over)
+    events = miss_events(over, cut)
     if events < MIN_EVENTS:
         return False
     n = len(over)
     return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
+
+
+def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
+    """``over`` (as in misses_target) shows a miss only because the run of misses still going
+    at its end counts every sample, a run of outliers (within the last ``backlog`` samples,
+    each at least OUTLIER_RATIO x the typical latency: BurstMeter.backlog) after the point was
+    seen meeting (``full_window`` samples or more): a move away cuts it short, so it may be a
+    burst as well as a level (the work got much heavier) -- its end, which would tell, is never
+    seen at the point."""
+    before = len(over)
+    while before and over[before - 1]:
+        before -= 1
+    return (before >= full_window and len(over) - before <= backlog
+            and not misses_target(over, percentile, full_window, cut=True))
 
 
 def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0) -> float:
@@ -152,10 +173,11 @@ class Misses:
         self._until_s: dict[str, float] = {}
         self._strikes: dict[str, int] = {}  # misses per point since the last forget (the age doubles)
 
-    def rule_out(self, name: str, now_s: float) -> None:
+    def rule_out(self, name: str, now_s: float, ttl_s: float | None = None) -> None:
+        """``ttl_s``: the verdict's first age, if not ``self.ttl_s`` (it doubles per strike all the same)."""
         strikes = self._strikes.get(name, 0)
         self._strikes[name] = min(strikes + 1, MAX_STRIKES)
-        self._until_s[name] = now_s + self.ttl_s * 2 ** strikes
+        self._until_s[name] = now_s + (self.ttl_s if ttl_s is None else min(ttl_s, self.ttl_s)) * 2 ** strikes
 
     def expire(self, now_s: float) -> list[str]:
         """Drop the verdicts that have aged out; returns their points."""

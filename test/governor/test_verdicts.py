@@ -2,7 +2,7 @@
 faster to go is never ruled out, a ruled-out point is tried again once its verdict expires, and
 frames of the model switched from are not judged against the new one."""
 
-from edge_roofline.governor.verdicts import Misses, miss_events, misses_target
+from edge_roofline.governor.verdicts import Misses, cut_burst, miss_events, misses_target
 
 from .fake_law import drive, true_energy_j
 from .test_governor import analysis, make
@@ -26,6 +26,43 @@ def test_a_verdict_expires_and_doubles_when_the_point_misses_again():
     assert "p" in missed and missed.expire(9.9) == [] and missed.expire(10.0) == ["p"] and "p" not in missed
     missed.rule_out("p", 10.0)
     assert missed.expire(29.9) == [] and missed.expire(30.0) == ["p"]
+
+
+def test_a_run_of_outliers_cut_short_after_the_point_met_is_a_burst_or_a_level():
+    met = [False] * 20
+    assert misses_target(met + [True] * 3, 95.0, 12) and cut_burst(met + [True] * 3, 95.0, 12, backlog=3)
+    assert not cut_burst(met + [True] * 3, 95.0, 12, backlog=2)  # a late one no outlier: a level
+    assert not cut_burst([False] * 5 + [True] * 3, 95.0, 12, backlog=3)  # too little seen meeting before it
+    assert not cut_burst(met + [True, False, False, False] * 2 + [True] * 3, 95.0, 12, backlog=3)  # a tail too
+    assert miss_events(met + [True] * 3, cut=True) == 1
+
+
+def test_a_short_verdict_doubles_too():
+    missed = Misses(20.0)
+    missed.rule_out("p", 0.0, ttl_s=5.0)
+    assert missed.expire(4.9) == [] and missed.expire(5.0) == ["p"]
+    missed.rule_out("p", 5.0, ttl_s=5.0)
+    assert missed.expire(14.9) == [] and missed.expire(15.0) == ["p"]
+
+
+def test_a_burst_the_escape_cuts_short_ages_fast_and_tells_no_change_of_work(tmp_path):
+    # Four inferences 5x slower at a point measured to meet: the governor escapes while they
+    # are still coming (a level would be late for ever), but the run never seen to end may be
+    # a burst: the point is tried again after a judging window, and nothing measured is forgotten.
+    gov, platform, clock = make(tmp_path, window_s=1.0)
+    drive(gov, platform, clock, 40.0)
+    held = platform.current
+    assert held.name in gov.findings.met
+    measured, left = set(gov.findings.measured), [4]
+
+    def burst(t_s, lat):
+        left[0] -= 1
+        return lat * 5.0 if left[0] >= 0 else lat
+    decisions = drive(gov, platform, clock, 0.2, latency_of=burst)
+    assert any(d.applied and "measured percentile" in d.reason for d in decisions)
+    assert held.name in gov.findings.missed and measured <= gov.findings.measured
+    drive(gov, platform, clock, gov.config.window_s)
+    assert held.name not in gov.findings.missed
 
 
 def burst_at_start(start_s, length_s, factor=5.0):
