@@ -126,7 +126,7 @@ class SettleTimes:
     def observe(self, domains: frozenset[str], observed_s: float) -> None:
         """A move of ``domains`` showed after ``observed_s``: the domain assumed slowest of them
         took that long (a preset change's share is not told apart: it teaches nothing)."""
-        clocks = [d for d in domains if d != "preset"]
+        clocks = [d for d in DOMAINS if d in domains and d != "preset"]  # ties: DOMAINS order, not hash order
         if not clocks or "preset" in domains or not math.isfinite(observed_s):
             return
         self._seen[max(clocks, key=self.domain_s)].append(max(observed_s, 0.0))

@@ -194,9 +194,11 @@ class Actuator:
         self._until_s: dict[str, float] = {}
         self.emc_changes = 0  # EMC changes requested so far (a live board's clients count them)
 
-    def request(self, target: Clocks, now_s: float, preset_change: bool) -> set[str]:
+    def request(self, target: Clocks, now_s: float, preset_change: bool) -> list[str]:
         """New caps at ``now_s``; returns the domains that moved."""
-        moved = {d for d in DOMAINS if _part(target, d) != _part(self.target, d)}
+        # A list in DOMAINS order, not a set: each domain draws its delay from the shared rng in
+        # turn, and a set's order follows PYTHONHASHSEED (the draws would land per hash seed).
+        moved = [d for d in DOMAINS if _part(target, d) != _part(self.target, d)]
         for d in moved:
             k = self.knobs
             delay = _draw(self.rng, k.settle_range_s(d))
