@@ -35,7 +35,6 @@ from edge_roofline.roofline.devices import DeviceSpec
 from .pointwise import PointwisePower, PointwisePredictor
 from .points import effective_clocks
 from .policy import JointPrediction, StreamPrediction
-from .queueing import TAIL_SHARE
 from .rules import Dominance
 from .streams import Stream, StreamWindow, answer_rate_hz
 from .predictor import (ENERGY_MODEL_REL_ERR, BayesLinear, PointDynamics, Prediction, Predictor, busy_power_w,
