@@ -56,7 +56,7 @@ def format_summary(evaluations: list[Evaluation]) -> str:
             row += (f" {ev.ratio('governor', 'oracle_margin'):>13.3f}" if margin else "")
             row += (f" {ev.ratio('governor', 'maxn'):>8.3f} {gov.violation_rate:>8.2%} {gov.switches:>6d}"
                     f" {gov.last_move_after_change_s:>9.1f} {gov.min_move_gap_s * 1e3:>10.0f}  "
-                    + ("PASS" if not failed else "FAIL: " + ", ".join(map(lambda k: _failed_label(ev, k), failed))))
+                    + ("PASS" if not failed else "FAIL: " + ", ".join(_failed_label(ev, k) for k in failed)))
         lines.append(row)
     return "\n".join(lines)
 
