@@ -79,6 +79,19 @@ def _violations(records: list[InferenceRecord], scenario: Scenario, starts: list
     return over, counted
 
 
+def judged_inferences(scenario: Scenario) -> dict[str, int]:
+    """Each stream's inferences the violation rate is judged on (those arriving outside the first
+    SETTLE_EXCLUDE_S of every segment), from the phases' rates. Under 100 x the longest outlier
+    burst, one burst that makes even the fastest point late exceeds MAX_VIOLATION_RATE by itself:
+    the shipped scenarios keep above that (test_scenario.py)."""
+    judged: dict[str, int] = {}
+    for seg in scenario.segments:
+        judged_s = max(0.0, seg.duration_s - SETTLE_EXCLUDE_S)
+        for name, phase in seg.active:
+            judged[name] = judged.get(name, 0) + int(judged_s * phase.input_rate_hz)
+    return judged
+
+
 def _p95_ms(records: list[InferenceRecord]) -> float:
     return float(np.percentile([r.latency_s for r in records], 95)) * 1e3 if records else math.nan
 

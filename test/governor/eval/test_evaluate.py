@@ -39,6 +39,6 @@ def test_multi_stream_scenario_scores_every_stream_against_the_joint_oracle(two_
 
 
 def test_a_stream_joining_and_leaving_meets_every_criterion():
-    # issue 13: the segmenter joins at 12 s and leaves at 26 s; the detector alone before and after
+    # issue 13: the segmenter joins at 10 s and leaves at 26 s; the detector alone before and after
     ev = evaluate(load_scenario("ms_agx_join_leave"))
     assert ev.passed, ev.to_dict()["criteria"]

@@ -48,3 +48,27 @@ def test_installed_scenarios_are_found_by_name(tmp_path, monkeypatch):
     monkeypatch.setattr(evaluate_module, "config_dirs", lambda: [tmp_path])
     assert evaluate_module.shipped_scenarios() == ["mine"]
     assert load_scenario("mine").device == "agx_orin_64gb"
+
+
+def test_shipped_scenarios_judge_enough_inferences_for_one_burst():
+    """One outlier burst (up to the physics' longest) that makes even MAXN late must not alone
+    exceed the 1 % limit: every stream of a shipped scenario is judged on >= 100 x that many
+    inferences (ms_agx_join_leave's segmenter had 179: two late ones failed MAXN itself)."""
+    from edge_roofline.governor.eval import shipped_scenarios
+    from edge_roofline.governor.eval.score import MAX_VIOLATION_RATE, judged_inferences
+    from edge_roofline.virtual.actuation import Actuation
+
+    short_streams = []
+    for name in shipped_scenarios():
+        sc = load_scenario(name)
+        burst = int((sc.physics or Actuation()).outlier_burst_length[1])
+        short_streams += [f"{name}:{stream} {n}" for stream, n in judged_inferences(sc).items()
+                          if n * MAX_VIOLATION_RATE < burst]
+    assert short_streams == []
+
+
+def test_judged_inferences_leave_out_each_segments_settling():
+    sc = short(phases=[{"duration_s": 10, "input_rate_hz": 30, "target_latency_ms": 20},
+                       {"duration_s": 5, "input_rate_hz": 10, "target_latency_ms": 20}])
+    from edge_roofline.governor.eval.score import judged_inferences
+    assert list(judged_inferences(sc).values()) == [8 * 30 + 3 * 10]  # one stream: 2 s out of each phase
