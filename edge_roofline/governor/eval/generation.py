@@ -27,7 +27,7 @@ from ..config import ConfigError
 from .generation_oracle import hindsight
 from .generation_scenario import GenerationScenario, load_generation_scenario
 from .generation_sim import Run, simulate
-from .score import MAX_VIOLATION_RATE
+from .score import MAX_ENERGY_VS_ORACLE, MAX_VIOLATION_RATE
 
 POLICIES = ("maxn", "best_static", "oracle", "governor")
 
@@ -117,6 +117,27 @@ def table(sc: GenerationScenario, runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def readme_row(sc: GenerationScenario, runs: list[Run]) -> str:
+    """The scenario's row of the README's table: the governor's energy per output token against
+    MAXN and the per-phase oracle, its worst target's share over, and issue 27's verdict."""
+    gov = summary(sc, runs)["governor"]
+    worst_label, worst = max(((label, t["over_rate"]) for label, t in gov["targets"].items()), key=lambda lt: lt[1])
+    passed = gov["vs_oracle"] <= MAX_ENERGY_VS_ORACLE and worst <= MAX_VIOLATION_RATE
+    return (f"| {sc.name} | {sc.device} | {gov['energy_per_output_token_j'] * 1e3:.2f} | {gov['vs_maxn']:.3f} | "
+            f"{gov['vs_oracle']:.3f} | {worst:.2%} ({worst_label}) | {'PASS' if passed else 'FAIL'} |")
+
+
+def readme_table(rows: list[str], seeds: int, commit: str) -> str:
+    """The README's block (tables.README_LLM_START/END) of ``readme_row`` rows."""
+    from .tables import README_LLM_END, README_LLM_START
+
+    return "\n".join([README_LLM_START, f"SIMULATION, {seeds} seeds per scenario, commit {commit} "
+                      f"(each run: docs/governor_eval_results.md). Criteria (issue 27): <= {MAX_ENERGY_VS_ORACLE:g} x "
+                      f"the per-phase oracle's energy, <= {MAX_VIOLATION_RATE:.0%} of each target's samples over it.",
+                      "", "| scenario | device | governed mJ / output token | vs MAXN | vs per-phase oracle | "
+                      "worst target over | verdict |", "|---|---|---|---|---|---|---|", *rows, README_LLM_END])
+
+
 def to_dict(sc: GenerationScenario, runs: list[Run]) -> dict:
     """The CLI's JSON (``governor-eval --json``): the scenario and ``summary``; NaN (a target
     without samples) as null."""
@@ -142,8 +163,10 @@ def results_section(tables: list[str], command: str, commit: str, date_utc: str)
                       "\n\n".join(tables), "", LLM_SECTION_END])
 
 
-def _table(scenario, seeds: tuple[int, ...]) -> str:
-    return table(scenario, evaluate(scenario, seeds))
+def _tables(scenario, seeds: tuple[int, ...]) -> tuple[str, str]:
+    """(the results file's table, the README's row)."""
+    runs = evaluate(scenario, seeds)
+    return table(scenario, runs), readme_row(scenario, runs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,8 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     import shlex
     import sys
     from concurrent.futures import ProcessPoolExecutor
-
-    from .tables import RESULTS_FILE, generated_stamp, with_llm_section
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+")
@@ -167,23 +188,38 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}")
         return 2
-    tables = []
+    tables, rows = [], []
     seeds = tuple(range(args.seeds))
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        for done in pool.map(_table, scenarios, [seeds] * len(scenarios)):
+        for done, row in pool.map(_tables, scenarios, [seeds] * len(scenarios)):
             tables.append(done)
+            rows.append(row)
             print(done, end="\n\n", flush=True)
     if args.write_results:
-        repo = Path.cwd()  # run from the repository root, as the bench is
-        path = repo / RESULTS_FILE
-        if not path.parent.is_dir():
-            print(f"error: no {path.parent} here; write the results from the repository root")
-            return 2
         command = shlex.join(["python", "-m", "edge_roofline.governor.eval.generation",
                               *(argv if argv is not None else sys.argv[1:])])
-        section = results_section(tables, command, *generated_stamp(repo))
-        path.write_text(with_llm_section(path.read_text() if path.exists() else "", section))
-        print(f"wrote {RESULTS_FILE}")
+        return write_results(Path.cwd(), tables, rows, command, args.seeds)  # run from the repository root
+    return 0
+
+
+def write_results(repo: Path, tables: list[str], rows: list[str], command: str, seeds: int) -> int:
+    """The tables into ``repo``'s results file's section, and the rows into the README's table
+    where README.md has its marks; 2 (and why, printed) where ``repo`` has no docs folder."""
+    from .tables import README_LLM_END, README_LLM_START, RESULTS_FILE, generated_stamp, with_llm_section
+
+    path = repo / RESULTS_FILE
+    if not path.parent.is_dir():
+        print(f"error: no {path.parent} here; write the results from the repository root")
+        return 2
+    commit, date_utc = generated_stamp(repo)
+    path.write_text(with_llm_section(path.read_text() if path.exists() else "",
+                                     results_section(tables, command, commit, date_utc)))
+    print(f"wrote {RESULTS_FILE}")
+    readme = repo / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    if README_LLM_START in text:  # the table's place is the README's choice: its marks
+        readme.write_text(with_llm_section(text, readme_table(rows, seeds, commit), README_LLM_START, README_LLM_END))
+        print("wrote the table in README.md")
     return 0
 
 

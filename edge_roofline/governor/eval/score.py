@@ -16,6 +16,7 @@ from .simulate import InferenceRecord, Trace
 SIMULATION = "SIMULATION"
 SETTLE_EXCLUDE_S = 2.0  # violations within this long after a phase change are not counted
 MAX_VIOLATION_RATE = 0.01  # issue #6: at most 1 % of inferences over the target
+MAX_ENERGY_VS_ORACLE = 1.05  # issue #6: at most 5 % more energy than the per-phase oracle
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,8 @@ class Evaluation:
     def criteria(self) -> dict[str, dict]:
         """Issue #6's acceptance checks for the governor on this scenario."""
         out = {
-            "energy_vs_oracle": {"value": self.ratio("governor", "oracle"), "limit": 1.05,
-                                 "passed": bool(self.ratio("governor", "oracle") <= 1.05)},
+            "energy_vs_oracle": {"value": self.ratio("governor", "oracle"), "limit": MAX_ENERGY_VS_ORACLE,
+                                 "passed": bool(self.ratio("governor", "oracle") <= MAX_ENERGY_VS_ORACLE)},
             "violation_rate": {"value": self.scores["governor"].violation_rate, "limit": MAX_VIOLATION_RATE,
                                "passed": bool(self.scores["governor"].violation_rate <= MAX_VIOLATION_RATE)},
         }

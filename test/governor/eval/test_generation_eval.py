@@ -42,6 +42,43 @@ def test_the_oracle_switches_per_phase_and_the_governor_saves_energy_within_both
     assert "| governor |" in text and "mJ / output token" in text
 
 
+def test_the_readme_row_gives_the_verdict_from_the_governors_numbers(runs):
+    from dataclasses import replace
+
+    from edge_roofline.governor.eval.generation import readme_row, readme_table, summary
+    from edge_roofline.governor.eval.tables import README_LLM_END, README_LLM_START
+
+    sc, by = runs
+    gov = summary(sc, list(by.values()))["governor"]
+    row = readme_row(sc, list(by.values()))
+    assert row.startswith(f"| small | agx_orin_64gb | {gov['energy_per_output_token_j'] * 1e3:.2f} | "
+                          f"{gov['vs_maxn']:.3f} | {gov['vs_oracle']:.3f} |")
+    worst = max(t["over_rate"] for t in gov["targets"].values())
+    assert row.endswith("| PASS |") == (gov["vs_oracle"] <= 1.05 and worst <= 0.01)
+    # The same runs against a 100x tighter TPOT: every decode step is over, and the row says FAIL.
+    tight = replace(sc, tpot_ms=sc.tpot_ms / 100)
+    assert readme_row(tight, list(by.values())).endswith("| FAIL |")
+    block = readme_table([row], 1, "abc123")
+    assert block.startswith(README_LLM_START) and block.endswith(README_LLM_END) and row in block
+
+
+def test_write_results_rewrites_the_readme_table_in_place(tmp_path):
+    from edge_roofline.governor.eval.generation import write_results
+    from edge_roofline.governor.eval.tables import README_LLM_END, README_LLM_START, RESULTS_FILE
+
+    assert write_results(tmp_path, ["t"], ["| a | row |"], "cmd", 4) == 2  # no docs folder: refused
+    assert not (tmp_path / RESULTS_FILE).exists()
+    (tmp_path / "docs").mkdir()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{README_LLM_START}\nold table\n{README_LLM_END}\n\nafter\n")
+    for rows in (["| a | row |"], ["| b | row |"]):
+        assert write_results(tmp_path, ["table"], rows, "cmd", 4) == 0
+    text = readme.read_text()
+    assert "| b | row |" in text and "| a | row |" not in text and "old table" not in text
+    assert text.count(README_LLM_START) == 1 and text.endswith("\n\nafter\n") and "4 seeds" in text
+    assert "table" in (tmp_path / RESULTS_FILE).read_text()
+
+
 def test_a_scenario_key_unknown_or_a_bad_value_is_refused_by_name(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("device: agx_orin_64gb\nrequest_rate_hz: 1\nprompt_tokens: 8\noutput_tokens: 4\n"
