@@ -177,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     import sys
     from concurrent.futures import ProcessPoolExecutor
 
+    from .tables import RESULTS_FILE
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="+")
     parser.add_argument("--seeds", type=int, default=1)
