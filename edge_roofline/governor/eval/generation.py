@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="+")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1, help="scenarios evaluated in parallel (processes)")
-    parser.add_argument("--write-results", action="store_true", help=f"also write the tables into {RESULTS_FILE} and the README's table")
+    parser.add_argument("--write-results", action="store_true",
+                        help=f"also write the tables into {RESULTS_FILE} and the README's table")
     args = parser.parse_args(argv)
     try:
         scenarios = [load_generation_scenario(path) for path in args.scenarios]
