@@ -70,11 +70,12 @@ class Move:
         """When it settled (no domain changed: the governor's start, before any sample)."""
         return self.time_s + self.settle_s if self.domains else -math.inf
 
-    def owns(self, stream: str, start_s: float, timestamp_s: float) -> bool:
+    def owns(self, stream: str, start_s: float, timestamp_s: float, late: bool = False) -> bool:
         """The sample is the move's: it started before the move settled, or it is the stream's
-        first one after the move (the first inference after an EMC change stalls however short
-        the settle: a settle shorter than the frame period leaves it after), or it queued behind
-        one of those while that backlog drains (each latency below the one before it, up to
+        first one after the move and ``late`` (over its target: the first inference after an EMC
+        change stalls however short the settle, and a settle shorter than the frame period leaves
+        it after; one on time is the point's), or it queued behind one of those while that backlog
+        drains (each latency below the one before it, up to
         BACKLOG_SAMPLES of them): a point that cannot keep up queues for ever, and that is its own."""
         settled_s = self.settled_s()
         left = self.backlog_left.get(stream, BACKLOG_SAMPLES)
@@ -83,9 +84,9 @@ class Move:
         first = bool(self.domains) and start_s >= self.time_s and stream not in self.first_after
         if first:
             self.first_after.add(stream)
-        if start_s < settled_s or first or (
+        if start_s < settled_s or (first and late) or (
                 start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0 and draining):
-            self.backlog_left[stream] = left - (start_s >= settled_s and not first)
+            self.backlog_left[stream] = left - (start_s >= settled_s and not (first and late))
             self.backlog_until_s[stream] = max(self.backlog_until_s.get(stream, -math.inf), timestamp_s)
             self.backlog_latency_s[stream] = latency_s
             return True
