@@ -389,3 +389,14 @@ def test_a_move_to_a_point_that_misses_teaches_no_stall():
     for i in range(12):
         move.learn(s, i / 30.0, 0.02, SettleTimes(dict.fromkeys(DOMAINS, 0.01), 0.3))
     assert s.stalls.late_per_move(frozenset({"emc"})) == 0.0
+
+
+def test_a_late_first_inference_after_a_move_is_the_moves_however_short_its_settle():
+    # The first inference after an EMC change stalls even when it starts after the clocks
+    # settled (a frame period longer than the settle): late, it is the move's, not the point's.
+    move = Move(0.0, frozenset({"emc"}), 0.008)
+    assert move.owns("s", 0.02, 0.022, late=True)  # started after the settle: stalled, the move's
+    assert not move.owns("t", 0.03, 0.0308)  # each stream's first one: on time, the point's
+    assert not move.owns("t", 0.063, 0.0658, late=True)  # a later one late: the point's
+    assert not move.owns("s", 0.053, 0.0538, late=True)
+    assert not Move(0.0, frozenset(), 0.0).owns("s", 0.02, 0.022, late=True)  # no move: the start owns nothing
