@@ -337,7 +337,7 @@ class Governor:
             if backlog:
                 return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
             if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
-                return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
+                return decide(Transition.HOLD, state if state in PROVISIONAL else State.SETTLED, self.current, why, current)
         # advise
         if self.mode == "advise":
             return decide(Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)

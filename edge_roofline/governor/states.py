@@ -71,5 +71,6 @@ class Transition(str, Enum):
     ADVISE = "advise"
 
 
-# A point held as a stopgap is left as soon as it is measured (hysteresis does not protect it).
+# A point held as a stopgap is left as soon as it is measured (hysteresis does not protect it); a move
+# away that does not pay its transients yet leaves it a stopgap (it pays as the horizon grows).
 PROVISIONAL = frozenset({State.MEASURING, State.EXPLORING})
