@@ -127,7 +127,6 @@ class Bursts:
     events: float = 0.0  # backlogs seen (each weighs less as it ages: BurstMeter)
     inferences: float = 0.0  # judged, over every point (the same)
     excess: float = 0.0  # the largest backlog seen: peak latency / typical latency - 1
-    memory_s: float = 0.0  # how long a burst counts (BurstMeter.add): the window its rate is priced over
 
     def late_share(self, service_s: float, rate_hz: float, target_s: float, self_paced: bool = False) -> float:
         """The share of inferences bursts make late at a mean service time ``service_s``: per
@@ -140,12 +139,7 @@ class Bursts:
         if rho >= 1.0:
             return math.inf
         over_s = self.excess * service_s - (target_s - service_s)
-        # Per inference of a whole memory at this rate at least: those not seen yet (the meter is
-        # younger) count as burst-free, or one burst at the 7th inference prices 1 in 7 (a meter
-        # that never forgets has no such window).
-        window = rate_hz * self.memory_s if math.isfinite(self.memory_s) else 0.0
-        per_inference = self.events / max(self.inferences, window, 1)
-        return per_inference * max(over_s, 0.0) / (1.0 - rho) * rate_hz
+        return self.events / max(self.inferences, 1) * max(over_s, 0.0) / (1.0 - rho) * rate_hz
 
 
 class BurstMeter:
@@ -175,7 +169,7 @@ class BurstMeter:
         keep = math.exp(-max(gap_s, 0.0) / memory_s) if math.isfinite(gap_s) else 1.0
         self._last_s = max(self._last_s, timestamp_s)
         self.bursts = replace(self.bursts, events=self.bursts.events * keep,
-                              inferences=self.bursts.inferences * keep + 1, memory_s=memory_s)
+                              inferences=self.bursts.inferences * keep + 1)
         if not math.isfinite(self._typical_s):
             self._typical_s = latency_s
         elif latency_s >= OUTLIER_RATIO * self._typical_s:

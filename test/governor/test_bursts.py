@@ -49,26 +49,6 @@ def test_bursts_price_the_points_near_saturation():
     assert bursts.late_share(SERVICE_S / 10, rate_hz(0.1), TARGET_S) == 0.0  # absorbed by the slack
 
 
-def test_an_early_burst_is_priced_per_inference_of_a_whole_memory_not_of_the_few_seen():
-    """One burst at the 7th inference is one burst in a memory's worth of inferences at the rate
-    judged (those not seen yet count as burst-free), not one in 7: nx_rate_changes@seed10 priced
-    the oracle's 60 Hz point out for the phase from two early bursts (1.211 x oracle). Fails when
-    the rate is taken over the inferences seen alone."""
-    memory_s, period_s = 30.0, 1.0 / rate_hz(0.8)
-    meter = BurstMeter()
-    for k, lat in enumerate([SERVICE_S] * 6 + [6 * SERVICE_S, 4 * SERVICE_S, SERVICE_S]):
-        meter.add(lat, k * period_s, memory_s)
-    assert meter.bursts.events == pytest.approx(1.0, rel=1e-3) and meter.bursts.inferences < 10
-    share = meter.bursts.late_share(SERVICE_S, rate_hz(0.8), TARGET_S)
-    per_burst = (meter.bursts.excess * SERVICE_S - (TARGET_S - SERVICE_S)) / 0.2 * rate_hz(0.8)
-    assert share == pytest.approx(meter.bursts.events / (rate_hz(0.8) * memory_s) * per_burst)
-    assert 0 < share < TAIL_SHARE
-    # A meter that has seen more than a memory's inferences prices over those it has seen.
-    seen = Bursts(events=3.0, inferences=4 * rate_hz(0.8) * memory_s, excess=5.0, memory_s=memory_s)
-    assert seen.late_share(SERVICE_S, rate_hz(0.8), TARGET_S) == pytest.approx(
-        replace(seen, memory_s=0.0).late_share(SERVICE_S, rate_hz(0.8), TARGET_S))
-
-
 def test_a_point_whose_bursts_would_make_too_many_inferences_late_is_refused():
     # Outliers 2-5x, one per 500 inferences: measured at 50 % utilisation, judged at 50 % and 92 %
     finish, latency = simulate(0.5, 0.03, 0.0, 20_000, seed=3, outlier_probability=0.002)
