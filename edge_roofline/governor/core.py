@@ -30,7 +30,7 @@ from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
-from .states import PROVISIONAL, State, Transition
+from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .verdicts import held_power_w, unaffordable_miss
 from .streams import PowerWindow, Stream, StreamWindow, returned, silent, uncount_since
 
@@ -337,7 +337,7 @@ class Governor:
             if backlog:
                 return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
             if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
-                return decide(Transition.HOLD, State.SETTLED, self.current, why, current)
+                return decide(Transition.HOLD, unpaid_hold(state), self.current, why, current)
         # advise
         if self.mode == "advise":
             return decide(Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)

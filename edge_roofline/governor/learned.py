@@ -20,6 +20,7 @@ from .moves import SettleTimes
 from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
+from .verdicts import tail_exceeded
 
 
 class Learned:
@@ -180,12 +181,15 @@ class Learned:
             self.findings.missed.discard(point.name)
         judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
         # A two-speed spread (a decoder's steps a neighbour's frame stretches) can meet the
-        # percentile with more than TAIL_SHARE over the target: that point meets nothing.
-        if not all(tail_share_seen(w.latencies_s, s.config.target_latency_s) <= TAIL_SHARE
-                   for s in active if (w := windows[s.name]) is not None):
+        # percentile with more than TAIL_SHARE over the target: that point meets nothing. A point
+        # met before loses that verdict on evidence only (verdicts.tail_exceeded): over TAIL_SHARE
+        # by chance, it is neither met anew nor dropped.
+        tails = [(w.latencies_s, s.config.target_latency_s) for s in active if (w := windows[s.name]) is not None]
+        if any(tail_exceeded(*tail) for tail in tails):
             self.findings.met.discard(point.name)
             self.findings.near.discard(point.name)
-        elif None not in judged_s.values() and gpu_utilisation <= MAX_UTILISATION:
+        elif all(tail_share_seen(*tail) <= TAIL_SHARE for tail in tails) and None not in judged_s.values() \
+                and gpu_utilisation <= MAX_UTILISATION:
             if all(judged_s[s.name] <= s.limit_s(config.margin) for s in active):
                 self.findings.met.add(point.name)
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):

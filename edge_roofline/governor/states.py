@@ -73,3 +73,10 @@ class Transition(str, Enum):
 
 # A point held as a stopgap is left as soon as it is measured (hysteresis does not protect it).
 PROVISIONAL = frozenset({State.MEASURING, State.EXPLORING})
+
+
+def unpaid_hold(state: State) -> State:
+    """The state a point is held in when the move away does not pay its transients yet: settled,
+    unless a stopgap, which stays one (the move pays as the horizon grows; hysteresis would hold
+    the stopgap for good)."""
+    return state if state in PROVISIONAL else State.SETTLED

@@ -33,7 +33,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .queueing import TAIL_SHARE
+import numpy as np
+
+from .queueing import TAIL_SHARE, tail_share_seen
 
 MIN_EVENTS = 2  # miss events that can show a miss (one is chance, whatever the window)
 ALPHA = 0.01  # chance a point that meets its percentile shows this many misses: below it, a miss
@@ -87,6 +89,14 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
         return False
     n = len(over)
     return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
+
+
+def tail_exceeded(latency_s: np.ndarray, target_s: float) -> bool:
+    """``latency_s`` (a window, in order) shows more than TAIL_SHARE over ``target_s`` beyond
+    chance (queueing.tail_share_seen's count, a binomial test at ALPHA): a 1 % share is a few
+    samples in a window, and a point with 0.6 % late shows 4 in 300 about one window in ten."""
+    share, n = tail_share_seen(latency_s, target_s), len(latency_s)
+    return share > TAIL_SHARE and binomial_tail(round(share * n), n, TAIL_SHARE) < ALPHA
 
 
 def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
