@@ -120,6 +120,7 @@ class Stream:
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
+        self.late_run_from_s = math.inf  # when the first of its latest inferences late in a row started (inf: none)
         self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_late_s = -math.inf  # when the last late one finished, counted or not (no change forgets it)
         self.last_seen_s = -math.inf
@@ -234,6 +235,7 @@ class Stream:
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
+        self.late_run_from_s = min(self.late_run_from_s, timestamp_s - latency_s) if self.late_now else math.inf
         if self.late_now:
             self.last_late_s = max(self.last_late_s, timestamp_s)
             if counted:
@@ -312,6 +314,18 @@ def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list
     together (decode is silent between answers: StreamConfig.engine)."""
     return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s)
                                       for o in engine(streams, s))]
+
+
+def uncount_told(s: Stream) -> float | None:
+    """When a change ``s``'s caller told (a model switch) began, if its frames showed it before
+    the call: the start of the first of ``s``'s latest inferences late in a row (the new model's
+    first frames end before its id reaches the governor); those are the change's, as the
+    criteria of governor-eval count a phase's first ``change_grace_s`` from its start, and are
+    uncounted. None: the latest one was on time (the change is dated from the call)."""
+    if not s.late_now:
+        return None
+    s.late_at_s = deque(t for t in s.late_at_s if t < s.late_run_from_s)
+    return s.late_run_from_s
 
 
 def uncount_since(streams: list[Stream], since_s: float) -> float:
