@@ -24,7 +24,7 @@ from .moves import Stalls
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
 from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
-from .verdicts import cut_burst, misses_target
+from .verdicts import burst_going, cut_burst, misses_target
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
@@ -264,11 +264,14 @@ class Stream:
 
     def violation(self, limit_s: float, min_samples: int) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
-        the target is missed (verdicts.misses_target: a burst is not a tail), else None. The
+        the target is missed (verdicts.misses_target: a burst is not a tail; a burst still going
+        is no miss within chance, verdicts.burst_going), else None. The
         ratio is at least target / limit: the choice then looks for a point that much faster."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
-        if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples):
+        over = list(lat > target_s)
+        if not len(lat) or not misses_target(over, self.config.percentile, min_samples) or \
+                burst_going(over, self.config.percentile, min_samples, self.bursts.run):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 
@@ -276,7 +279,7 @@ class Stream:
         """The samples judged here miss only by a run of outliers still going after the point
         met (verdicts.cut_burst): a burst or a level."""
         over = np.array([v for _, v in self.latencies]) > self.config.target_latency_s
-        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.backlog)
+        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.run)
 
     def status(self, window: StreamWindow | None, predicted_latency_s: float = math.nan,
                predicted_latency_std_s: float = math.nan) -> StreamStatus:
