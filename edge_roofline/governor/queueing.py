@@ -188,6 +188,15 @@ class BurstMeter:
             self.run = self.run + 1 if draining else 0
             self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
 
+    def drain_s(self, rate_hz: float) -> float:
+        """How long the backlog behind the latest latency takes to drain, if no other outlier
+        comes (0: no burst going on): its wait over the typical latency, emptied at ``1 -
+        utilisation`` of real time; inf where the queue does not drain."""
+        if not self.run:
+            return 0.0
+        rho = rate_hz * self._typical_s
+        return max(self._previous_s - self._typical_s, 0.0) / (1.0 - rho) if rho < 1.0 else math.inf
+
     def _count(self) -> None:
         b = self.bursts
         self.bursts = replace(b, events=b.events + (not self._counted),

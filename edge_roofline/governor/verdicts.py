@@ -9,8 +9,8 @@ window) and from a level (every sample late: a run still going counts every samp
 
 A verdict ages: a point ruled out is tried again after ``ttl_s`` (doubling each time it misses
 again), when the predictions say it would save energy. A run of misses of a burst still going
-after the point was seen meeting is no verdict while chance explains it (``burst_going``: an
-escape would settle after the burst drained); beyond chance -- the run may be a level, the work
+after the point was seen meeting, whose backlog drains before an escape could show, is no
+verdict while chance explains it (``burst_going``); beyond chance -- the run may be a level, the work
 got much heavier -- the verdict is taken at once (``cut_burst``), but the move away cuts the run
 short, so whether it was a burst is never seen there: that verdict ages from the judging window
 instead and is not read as a change of the work (learned.py); a point ruled out by a burst is
@@ -112,11 +112,10 @@ def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog
 
 def burst_going(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
     """``over`` misses only by a burst's run still going (``cut_burst``) with no more misses than
-    chance allows (``beyond_chance``): no verdict yet, the run may end. An escape at once
-    would save nothing if it is a burst (the clocks it raises show only once the move settles,
-    when a burst's backlog has drained) and cost the move back (a transient, an EMC stall); a
-    level soon shows beyond chance, and its late ones since the first are a change's (a
-    surprise, dated by its first late inference: core.py)."""
+    chance allows (``beyond_chance``): no verdict yet, the run may end. Where the burst's backlog
+    drains before an escape could show (the caller checks: Stream.violation), an escape at once
+    would save nothing if it is a burst and cost the move back (a transient, an EMC stall); a
+    level soon shows beyond chance."""
     return cut_burst(over, percentile, full_window, backlog) and not beyond_chance(over, percentile)
 
 
