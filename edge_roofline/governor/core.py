@@ -32,7 +32,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .verdicts import held_power_w, unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow, returned, silent, uncount_since
+from .streams import PowerWindow, Stream, StreamWindow, returned, silent, uncount_since, uncount_told
 
 
 class Governor:
@@ -189,7 +189,7 @@ class Governor:
         if s.last_seen_s > -math.inf:  # frames of the model before may be in flight
             s.gate.switched(model_id, self.clock.now_s())
         self.learned.probed.clear()
-        self._new_workload()
+        self._new_workload(changed_s=uncount_told(s))
         self.state = self._after_settle = State.MEASURING  # the point held was chosen for another model ...
         self.learned.calibrated_here.discard(s.name)  # ... and is not measured under this one
         s.latencies.clear()

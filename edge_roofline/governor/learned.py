@@ -16,7 +16,7 @@ from edge_roofline.roofline.devices import DeviceSpec
 from .config import GovernorConfig
 from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
-from .moves import SettleTimes
+from .moves import DOMAINS, SettleTimes
 from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
@@ -157,8 +157,10 @@ class Learned:
         """The verdicts on ``point`` (the current one) from the samples judged there; returns,
         per stream that misses with evidence, its measured percentile over its limit.
         ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
+        # An escape shows no sooner than its quickest domain settles: a burst whose backlog drains sooner is waited out.
+        escape_s = min(self.settle.domain_s(d) for d in DOMAINS if d != "preset")
         violations = {s.name: v for s in active
-                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples)) is not None}
+                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples, escape_s)) is not None}
         if violations:
             # Resting on a run the move away cuts short (a burst or a level: its end is never
             # seen), the verdict ages from the judging window and tells no change of work (a

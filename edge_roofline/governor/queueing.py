@@ -157,10 +157,14 @@ class BurstMeter:
         self._peak_s = 0.0  # of the backlog going on (0: none)
         self._counted = False  # ... counted as a burst (it drains)
         self._last_s = -math.inf  # the last finish
-        self.backlog = 0  # the latest latencies in a backlog, in a row (0: none going on)
+        # The latest latencies of a burst in a row: its outliers, then the backlog behind them
+        # draining (each under the one before, the queue emptying; 0: none going on).
+        self.run = 0
+        self._previous_s = math.inf
 
     def reset(self) -> None:
-        self._typical_s, self._peak_s, self._counted, self.backlog = math.nan, 0.0, False, 0
+        self._typical_s, self._peak_s, self._counted, self.run = math.nan, 0.0, False, 0
+        self._previous_s = math.inf
 
     def add(self, latency_s: float, timestamp_s: float, memory_s: float) -> None:
         """One judged latency, finished at ``timestamp_s``: what was counted before weighs
@@ -170,17 +174,28 @@ class BurstMeter:
         self._last_s = max(self._last_s, timestamp_s)
         self.bursts = replace(self.bursts, events=self.bursts.events * keep,
                               inferences=self.bursts.inferences * keep + 1)
+        draining, self._previous_s = self.run and latency_s < self._previous_s, latency_s
         if not math.isfinite(self._typical_s):
             self._typical_s = latency_s
         elif latency_s >= OUTLIER_RATIO * self._typical_s:
-            self._peak_s, self.backlog = max(self._peak_s, latency_s), self.backlog + 1
+            self._peak_s, self.run = max(self._peak_s, latency_s), self.run + 1
             if min(latency_s, gap_s) < OUTLIER_RATIO * self._typical_s:  # queued behind, served as usual
                 self._count()
         else:
             if self._peak_s:
                 self._count()  # drained
-            self._peak_s, self._counted, self.backlog = 0.0, False, 0
+            self._peak_s, self._counted = 0.0, False
+            self.run = self.run + 1 if draining else 0
             self._typical_s += TYPICAL_MEMORY * (latency_s - self._typical_s)
+
+    def drain_s(self, rate_hz: float) -> float:
+        """How long the backlog behind the latest latency takes to drain, if no other outlier
+        comes (0: no burst going on): its wait over the typical latency, emptied at ``1 -
+        utilisation`` of real time; inf where the queue does not drain."""
+        if not self.run:
+            return 0.0
+        rho = rate_hz * self._typical_s
+        return max(self._previous_s - self._typical_s, 0.0) / (1.0 - rho) if rho < 1.0 else math.inf
 
     def _count(self) -> None:
         b = self.bursts

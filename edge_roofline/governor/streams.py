@@ -24,7 +24,7 @@ from .moves import Stalls
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
 from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
-from .verdicts import cut_burst, misses_target
+from .verdicts import burst_going, cut_burst, misses_target
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
@@ -120,6 +120,7 @@ class Stream:
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
+        self.late_run_from_s = math.inf  # when the first of its latest inferences late in a row started (inf: none)
         self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_late_s = -math.inf  # when the last late one finished, counted or not (no change forgets it)
         self.last_seen_s = -math.inf
@@ -234,6 +235,7 @@ class Stream:
         self.inferences += 1
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
+        self.late_run_from_s = min(self.late_run_from_s, timestamp_s - latency_s) if self.late_now else math.inf
         if self.late_now:
             self.last_late_s = max(self.last_late_s, timestamp_s)
             if counted:
@@ -260,13 +262,19 @@ class Stream:
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
-    def violation(self, limit_s: float, min_samples: int) -> float | None:
+    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = math.inf) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
-        the target is missed (verdicts.misses_target: a burst is not a tail), else None. The
+        the target is missed (verdicts.misses_target: a burst is not a tail; a burst still going
+        whose backlog drains before an escape would show, ``escape_settle_s``, is no miss within
+        chance: verdicts.burst_going), else None. The
         ratio is at least target / limit: the choice then looks for a point that much faster."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
-        if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples):
+        over = list(lat > target_s)
+        if not len(lat) or not misses_target(over, self.config.percentile, min_samples):
+            return None
+        if self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
+                burst_going(over, self.config.percentile, min_samples, self.bursts.run):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 
@@ -274,7 +282,7 @@ class Stream:
         """The samples judged here miss only by a run of outliers still going after the point
         met (verdicts.cut_burst): a burst or a level."""
         over = np.array([v for _, v in self.latencies]) > self.config.target_latency_s
-        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.backlog)
+        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.run)
 
     def status(self, window: StreamWindow | None, predicted_latency_s: float = math.nan,
                predicted_latency_std_s: float = math.nan) -> StreamStatus:
@@ -312,6 +320,18 @@ def silent(streams: list[Stream], now_s: float, stream_timeout_s: float) -> list
     together (decode is silent between answers: StreamConfig.engine)."""
     return [s for s in streams if all(now_s - o.last_seen_s > o.silence_limit_s(stream_timeout_s)
                                       for o in engine(streams, s))]
+
+
+def uncount_told(s: Stream) -> float | None:
+    """When a change ``s``'s caller told (a model switch) began, if its frames showed it before
+    the call: the start of the first of ``s``'s latest inferences late in a row (the new model's
+    first frames end before its id reaches the governor); those are the change's, as the
+    criteria of governor-eval count a phase's first ``change_grace_s`` from its start, and are
+    uncounted. None: the latest one was on time (the change is dated from the call)."""
+    if not s.late_now:
+        return None
+    s.late_at_s = deque(t for t in s.late_at_s if t < s.late_run_from_s)
+    return s.late_run_from_s
 
 
 def uncount_since(streams: list[Stream], since_s: float) -> float:

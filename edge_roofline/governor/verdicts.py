@@ -8,12 +8,13 @@ A burst (a transient, a neighbour's blip) is then told from a tail (misses sprea
 window) and from a level (every sample late: a run still going counts every sample).
 
 A verdict ages: a point ruled out is tried again after ``ttl_s`` (doubling each time it misses
-again), when the predictions say it would save energy. A verdict that rests on a run of misses
-of outliers still going after the point was seen meeting (``cut_burst``) is taken at once -- the
-run may be a level, the work got much heavier -- but the move away cuts the run short, so
-whether it was a burst is never seen there: that verdict ages from the judging window instead
-and is not read as a change of the work (learned.py); a point ruled out by a burst is tried
-again within its phase. The point with nowhere faster to go is
+again), when the predictions say it would save energy. A run of misses of a burst still going
+after the point was seen meeting, whose backlog drains before an escape could show, is no
+verdict while chance explains it (``burst_going``); beyond chance -- the run may be a level, the work
+got much heavier -- the verdict is taken at once (``cut_burst``), but the move away cuts the run
+short, so whether it was a burst is never seen there: that verdict ages from the judging window
+instead and is not read as a change of the work (learned.py); a point ruled out by a burst is
+tried again within its phase. The point with nowhere faster to go is
 never ruled out (``Misses.rule_out`` is not called for it: core.py).
 
 Finding a miss costs late inferences: those inside the move's transient, the ones that show it
@@ -99,18 +100,33 @@ def tail_exceeded(latency_s: np.ndarray, target_s: float) -> bool:
     return share > TAIL_SHARE and binomial_tail(round(share * n), n, TAIL_SHARE) < ALPHA
 
 
+def beyond_chance(over: Sequence[bool], percentile: float) -> bool:
+    """More misses in ``over`` (a run still going counting every sample) than chance allows a
+    point that meets its ``percentile`` (binomial test, ALPHA): a level, not a burst."""
+    return misses_target(over, percentile, full_window=len(over) + 1)
+
+
 def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
     """``over`` (as in misses_target) shows a miss only because the run of misses still going
-    at its end counts every sample, a run of outliers (within the last ``backlog`` samples,
-    each at least OUTLIER_RATIO x the typical latency: BurstMeter.backlog) after the point was
-    seen meeting (``full_window`` samples or more): a move away cuts it short, so it may be a
-    burst as well as a level (the work got much heavier) -- its end, which would tell, is never
-    seen at the point."""
+    at its end counts every sample, a burst's run (within the last ``backlog`` samples: its
+    outliers, each at least OUTLIER_RATIO x the typical latency, and the backlog draining
+    behind them, BurstMeter.run) after the point was seen meeting (``full_window`` samples or
+    more): a move away cuts it short, so it may be a burst as well as a level (the work got
+    much heavier) -- its end, which would tell, is never seen at the point."""
     before = len(over)
     while before and over[before - 1]:
         before -= 1
     return (before >= full_window and len(over) - before <= backlog
             and not misses_target(over, percentile, full_window, cut=True))
+
+
+def burst_going(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
+    """``over`` misses only by a burst's run still going (``cut_burst``) with no more misses than
+    chance allows (``beyond_chance``): no verdict yet, the run may end. Where the burst's backlog
+    drains before an escape could show (the caller checks: Stream.violation), an escape at once
+    would save nothing if it is a burst and cost the move back (a transient, an EMC stall); a
+    level soon shows beyond chance."""
+    return cut_burst(over, percentile, full_window, backlog) and not beyond_chance(over, percentile)
 
 
 def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0) -> float:

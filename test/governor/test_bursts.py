@@ -114,3 +114,19 @@ def test_bursts_are_excused_only_while_the_queue_is_drained_and_the_late_budget_
     assert not excuses_bursts(s, 30.0)  # drained, yet 19 late within the window: the budget is spent
     seen(0.010, 36.0)
     assert excuses_bursts(s, 30.0)  # the window has forgotten them
+
+
+def test_a_bursts_backlog_drains_at_one_minus_utilisation():
+    meter = BurstMeter()
+    for k in range(20):
+        meter.add(0.010, 0.1 * k, 30.0)
+    assert meter.drain_s(10.0) == 0.0  # no burst going on
+    meter.add(0.050, 2.0, 30.0)  # an outlier: 40 ms over the typical latency
+    assert meter.drain_s(10.0) == pytest.approx(0.040 / (1.0 - 0.1))
+    assert meter.drain_s(100.0) == math.inf  # a queue at its service rate never drains
+    meter.add(0.030, 2.01, 30.0)  # a second outlier, smaller: the run goes on
+    assert meter.run == 2 and meter.drain_s(10.0) == pytest.approx(0.020 / 0.9)
+    meter.add(0.015, 2.1, 30.0)  # no outlier, under the one before: the backlog draining, the burst's still
+    assert meter.run == 3
+    meter.add(0.016, 2.2, 30.0)  # rising again: the burst is over
+    assert meter.run == 0

@@ -400,3 +400,27 @@ def test_a_late_first_inference_after_a_move_is_the_moves_however_short_its_sett
     assert not move.owns("t", 0.063, 0.0658, late=True)  # a later one late: the point's
     assert not move.owns("s", 0.053, 0.0538, late=True)
     assert not Move(0.0, frozenset(), 0.0).owns("s", 0.02, 0.022, late=True)  # no move: the start owns nothing
+
+
+def test_a_model_switch_told_after_its_first_late_frames_is_graced_from_their_start(tmp_path):
+    # The new model's first frames end before its id reaches the governor (set_model comes at the
+    # next step): they are the switch's, as governor-eval's criteria count a phase's grace from
+    # its start, and the grace runs from the first one's start, not from the call.
+    from .test_moves import analysis
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0)
+    now = clock.now_s() + 10.0
+    st = next(iter(gov.streams.values()))
+    gov.observe_inference(0.005, now - 1.0)  # the old model, on time (counted: after the start's grace)
+    gov.observe_inference(0.030, now - 0.5)  # a late one before the switch, then an on-time one
+    gov.observe_inference(0.005, now - 0.2)
+    gov.observe_inference(0.030, now - 0.05)  # the new model's first frames: late, in a row
+    gov.observe_inference(0.032, now - 0.01)
+    clock.advance(now - clock.now_s())
+    gov.set_model(replace(analysis(), model="big"), "zoo:big")
+    assert list(st.late_at_s) == [now - 0.5]  # the run the switch began is uncounted; the one before stays
+    assert gov._counted_from_s == pytest.approx(now - 0.05 - 0.030 + 2.0)  # its grace from the first one's start
+    # A switch told while the latest frame was on time is dated from the call.
+    gov.observe_inference(0.005, now + 3.0)
+    clock.advance(3.0)
+    gov.set_model(analysis(), "zoo:toy")
+    assert gov._counted_from_s == pytest.approx(now + 3.0 + 2.0)
