@@ -306,7 +306,7 @@ class Governor:
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
                                        self.findings.measured, late_window_s=cfg.late_window_s)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
-                                        current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
+                                        current, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
             # The model said this step down would miss and it did: the next steps reach less far.
             for name in violations:

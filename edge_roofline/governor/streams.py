@@ -260,13 +260,15 @@ class Stream:
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
-    def violation(self, limit_s: float, min_samples: int) -> float | None:
+    def violation(self, limit_s: float, min_samples: int, predicted: bool = False) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
-        the target is missed (verdicts.misses_target: a burst is not a tail), else None. The
-        ratio is at least target / limit: the choice then looks for a point that much faster."""
+        the target is missed (verdicts.misses_target: a burst is not a tail; ``predicted``: the
+        model predicts the miss here), else None. The ratio is at least target / limit: the
+        choice then looks for a point that much faster."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
-        if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples):
+        if not len(lat) or not misses_target(lat > target_s, self.config.percentile, min_samples,
+                                             predicted=predicted):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 
