@@ -17,7 +17,7 @@ from .config import GovernorConfig
 from .findings import Findings, MixMemory
 from .joint import JointEnergy, contention, stream_loads, uncontended
 from .moves import SettleTimes
-from .policy import MAX_UTILISATION, JointPrediction
+from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
 
@@ -151,14 +151,14 @@ class Learned:
                                samples=len(service), latency_var_s2=float(service.var()))
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
-              cal_windows, current: JointPrediction, unbeatable: set[str],
+              cal_windows, gpu_utilisation: float, unbeatable: set[str],
               surprised: Callable[[list[Stream], bool, float], None]) -> dict[str, float]:
-        """The verdicts on ``point`` (the current one, predicted ``current``) from the samples
-        judged there; returns, per stream that misses with evidence, its measured percentile over
-        its limit. ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
-        # Where the model predicts the percentile over the target (a point tried in case the model
-        # is wrong), samples that do not contradict it confirm the miss (verdicts.misses_target).
-        predicted = {p.name for p in current.streams if p.percentile_s() > p.target_s}
+        """The verdicts on ``point`` (the current one) from the samples judged there; returns,
+        per stream that misses with evidence, its measured percentile over its limit.
+        ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
+        # Explored where the model predicted a stream's percentile over its target (in case the
+        # model is wrong): samples that do not contradict it confirm the miss (verdicts.misses_target).
+        predicted = self.findings.predicted_miss.get(point.name, frozenset())
         violations = {s.name: v for s in active if (v := s.violation(
             s.limit_s(config.margin), config.min_window_samples, s.name in predicted)) is not None}
         if violations:
@@ -188,7 +188,7 @@ class Learned:
                    for s in active if (w := windows[s.name]) is not None):
             self.findings.met.discard(point.name)
             self.findings.near.discard(point.name)
-        elif None not in judged_s.values() and current.gpu_utilisation <= MAX_UTILISATION:
+        elif None not in judged_s.values() and gpu_utilisation <= MAX_UTILISATION:
             if all(judged_s[s.name] <= s.limit_s(config.margin) for s in active):
                 self.findings.met.add(point.name)
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):

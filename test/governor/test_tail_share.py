@@ -6,17 +6,11 @@ import pytest
 
 from edge_roofline.governor.config import GovernorConfig, StreamConfig
 from edge_roofline.governor.learned import Learned
-from edge_roofline.governor.policy import JointPrediction
 from edge_roofline.governor.queueing import TAIL_SHARE
 from edge_roofline.governor.streams import Stream
 from edge_roofline.platforms.base import OperatingPoint
 
 TARGET_MS = 4.5
-
-
-def busy(point: OperatingPoint) -> JointPrediction:
-    """The point's prediction as judge reads it: half the GPU busy, no stream predicted to miss."""
-    return JointPrediction(point, (), 0.0, 0.0, gpu_utilisation=0.5)
 
 
 @pytest.mark.parametrize("late_share, met", [(0.03, False), (0.005, True)])
@@ -34,7 +28,7 @@ def test_a_point_meets_its_targets_only_with_at_most_the_tail_share_over_them(la
     window = s.window(3.0, cfg.window_s, cfg.min_window_samples)
     assert np.percentile(window.latencies_s, 95) <= s.limit_s(cfg.margin)
     assert (np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE) is not met
-    violations = learned.judge(cfg, point, 3.0, [s], {"tpot": window}, {"tpot": window}, busy(point), set(),
+    violations = learned.judge(cfg, point, 3.0, [s], {"tpot": window}, {"tpot": window}, 0.5, set(),
                                lambda *_: None)
     assert not violations and (point.name in learned.findings.met) is met
 
@@ -55,7 +49,7 @@ def test_a_burst_and_its_backlog_are_one_miss_not_a_tail():
             s.add_judged(i * 3e-3, step_ms[i] / 1e3, 30.0)
         window = s.window(end * 3e-3, cfg.window_s, cfg.min_window_samples)
         assert np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE
-        violations = learned.judge(cfg, point, end * 3e-3, [s], {"frames": window}, {"frames": window}, busy(point),
+        violations = learned.judge(cfg, point, end * 3e-3, [s], {"frames": window}, {"frames": window}, 0.5,
                                    set(), lambda *_: None)
         assert not violations and point.name in learned.findings.met
         s.latencies.clear()
