@@ -79,16 +79,21 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(total, 1.0)
 
 
-def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut: bool = False) -> bool:
+def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut: bool = False,
+                  predicted: bool = False) -> bool:
     """The samples ``over`` (each over its target or not, in order, all started after the point
     settled) show that the point misses its ``percentile``: at least two events, more than
     chance allows or, over ``full_window`` samples or more, more than the percentile allows.
-    ``cut``: a run still going counts once (miss_events)."""
+    ``cut``: a run still going counts once (miss_events). ``predicted``: the model predicts the
+    miss (the point was tried in case it is wrong): samples that do not contradict it -- more
+    events than the percentile allows of them, from the first on -- confirm it."""
     allowed = 1.0 - percentile / 100.0
     events = miss_events(over, cut)
+    n = len(over)
+    if predicted and events > allowed * n:
+        return True
     if events < MIN_EVENTS:
         return False
-    n = len(over)
     return binomial_tail(events, n, allowed) < ALPHA or (n >= full_window and events > allowed * n)
 
 
