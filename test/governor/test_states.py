@@ -52,23 +52,27 @@ def test_a_stopgap_whose_move_away_does_not_pay_yet_stays_a_stopgap(tmp_path, mo
     transients; until then it stays a stopgap, not settled, or hysteresis would hold it for good
     (ms_agx_three@seed13: an exploration 1.4 % dearer than the point it left, held to the end).
     Fails when an unpaid hold settles the point."""
-    gov, platform, clock = make(tmp_path, hysteresis=0.5)  # a settled point is never left here
-    pays_from_s = clock.now_s() + 3.0  # moves for energy pay only from then on (this test's horizon)
-    real = core.unpaid
+    from edge_roofline.governor.policy import Choice
 
-    def unpaid_until(current, target, exploring, horizon_s, transient_s):
-        if not exploring and clock.now_s() < pays_from_s:
-            return "holding: the move does not pay yet"
-        return real(current, target, exploring, horizon_s, transient_s)
-
-    monkeypatch.setattr(core, "unpaid", unpaid_until)
-    decisions = drive_settle(gov, platform, clock, 6.0, step_s=0.01)
+    gov, platform, clock = make(tmp_path, hysteresis=0.5)
+    start = platform.current
+    end_s = clock.now_s() + 5.0
+    while not (gov.state is State.EXPLORING and platform.current != start):  # the first exploration
+        drive_settle(gov, platform, clock, 0.01, step_s=0.01)
+        assert clock.now_s() < end_s, "the governor never explored from its start"
+    # From here the best point is the start (the one the exploration left), not an exploration.
+    choose = gov._choose_affordable
+    monkeypatch.setattr(gov, "_choose_affordable", lambda preds, current, *a: (
+        Choice(next(q for q in preds if q.point == start), "back to the better point"), choose(preds, current, *a)[1]))
+    pays_from_s = clock.now_s() + 1.0
+    monkeypatch.setattr(core, "unpaid", lambda *move: (  # the move pays from pays_from_s on (this test's horizon)
+        "holding: the move does not pay yet" if clock.now_s() < pays_from_s else ""))
+    decisions = drive_settle(gov, platform, clock, 3.0, step_s=0.01)
     waits = [(t, d) for t, d in decisions if d.reason == "holding: the move does not pay yet"]
-    assert waits and all(d.state == State.EXPLORING for _, d in waits)
-    explored = waits[0][1].point
+    assert waits and all(d.state == State.EXPLORING for _, d in waits), {d.state for _, d in waits}
     left = [(t, d) for t, d in decisions if t > waits[0][0] and d.applied]
     assert left and left[0][1].transition == Transition.IMPROVE and left[0][0] >= pays_from_s, left[:1]
-    assert platform.current != explored
+    assert platform.current == start
 
 
 def test_escape_from_a_miss(tmp_path):
