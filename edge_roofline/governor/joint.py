@@ -195,7 +195,8 @@ def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
     and the power at least that of every ``measured`` point it dominates (rules.py), its bursts
     no point avoids held against none while it excuses them (``excuses_bursts``)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint]), excuses_bursts(s, late_window_s))
+    per_stream = [burst_room(burst_floored(dominance.envelope([j.streams[k] for j in joint]),
+                                           excuses_bursts(s, late_window_s)), s, late_window_s)
                   for k, (s, _, _) in enumerate(streams)]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     floors_w = dominance.power_envelope([j.power_w if j.point.name in measured else 0.0 for j in joint], measured)
@@ -220,6 +221,17 @@ def burst_floored(column: list[StreamPrediction], excused: bool = True) -> list[
     shares = [s.bursts.late_share(s.latency_s, s.input_rate_hz, s.target_s, s.queue.self_paced) for s in column]
     floor = min((x for x in shares if math.isfinite(x)), default=0.0)
     return [replace(s, burst_floor=floor) for s in column] if floor else column
+
+
+def burst_room(column: list[StreamPrediction], stream: Stream, late_window_s: float) -> list[StreamPrediction]:
+    """One stream at every candidate, each told the late inferences its bursts may still make
+    over ``late_window_s`` (``StreamPrediction.bursts_fit_budget``): the stream's late budget
+    left, never under what they make at the least late candidate (no point avoids that)."""
+    lates = [s.bursts.window_late(s.latency_s, s.input_rate_hz, s.target_s, late_window_s, s.queue.self_paced)
+             for s in column]
+    floor = min((x for x in lates if math.isfinite(x)), default=0.0)
+    room = max(stream.late_budget(stream.last_seen_s, late_window_s), 0.0) + floor
+    return [replace(s, burst_room=room, late_window_s=late_window_s) for s in column]
 
 
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,
