@@ -80,17 +80,18 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
     """The samples ``over`` (each over its target or not, in order, all started after the point
     settled) show that the point misses its ``percentile``: at least two events, more than
     chance allows or, over ``full_window`` samples or more, more than the percentile allows.
-    Chance is judged at the stream's promise, its percentile and at most TAIL_SHARE late: a
-    backlog draining at a point near saturation (a run still going, every sample an event) is
-    escaped after the few late ones that break the promise, not after the many the percentile
-    allows in a long window (agx_saturated@seed27: 40 late in a row at n = 690).
-    ``cut``: a run still going counts once (miss_events)."""
+    Ending in a run still going (a backlog draining, every sample an event), chance is judged at
+    the stream's promise, its percentile and at most TAIL_SHARE late: a point near saturation is
+    left after the few late ones in a row that break the promise, not after the many the
+    percentile allows in a long window (agx_saturated@seed27: 40 late in a row at n = 690).
+    ``cut``: a run still going counts once (miss_events), as one that ended."""
     allowed = 1.0 - percentile / 100.0
     events = miss_events(over, cut)
     if events < MIN_EVENTS:
         return False
     n = len(over)
-    return binomial_tail(events, n, min(allowed, TAIL_SHARE)) < ALPHA or (n >= full_window and events > allowed * n)
+    chance = min(allowed, TAIL_SHARE) if over[-1] and not cut else allowed
+    return binomial_tail(events, n, chance) < ALPHA or (n >= full_window and events > allowed * n)
 
 
 def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
