@@ -291,6 +291,13 @@ class Stream:
                             self.inferences, self.late)
 
 
+def clear_windows(streams: Iterable[Stream], power: PowerWindow) -> None:
+    """Forget what the windows hold (another point, another mix of work)."""
+    for s in streams:
+        s.latencies.clear()
+    power.clear()
+
+
 def engine(streams: Iterable[Stream], s: Stream) -> list[Stream]:
     """``s`` and the other phases of its language model (StreamConfig.engine); ``[s]`` for a
     stream that is no phase."""

@@ -134,12 +134,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     the cheapest point known to meet every target (``held_power_w``; None: none is): a move
     predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
     down one axis draws less whatever the model predicts). ``domains``: those the move changes (each
-    stream's learned stall per move of them is paid twice: out and back). No exploration while a
-    stream's queue drains a backlog (its latest inference late): the point tried may drain it
-    slower, a move's transient prolongs it, and the samples measured there are the backlog's
-    (agx_saturated: a step down from a point near saturation in a burst's backlog, 21 -> 31 late)."""
-    if backlog := [s.name for s in streams if s.late_now]:
-        return f"{', '.join(backlog)} late: no exploration until the queue has drained"
+    stream's learned stall per move of them is paid twice: out and back)."""
     if pred.meets() or safe:
         return ""
     for s in streams:
