@@ -80,18 +80,19 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
     """The samples ``over`` (each over its target or not, in order, all started after the point
     settled) show that the point misses its ``percentile``: at least two events, more than
     chance allows or, over ``full_window`` samples or more, more than the percentile allows.
-    Ending in a run still going (a backlog draining, every sample an event), chance is judged at
-    the stream's promise, its percentile and at most TAIL_SHARE late: a point near saturation is
-    left after the few late ones in a row that break the promise, not after the many the
-    percentile allows in a long window (agx_saturated@seed27: 40 late in a row at n = 690).
+    A run still going at the end (a backlog draining) shows a miss alone when it is more late
+    ones than the stream's promise, at most TAIL_SHARE late, allows by chance: a point near
+    saturation is left after the few in a row that break it, not after the many the percentile
+    allows in a long window (agx_saturated@seed27: 40 late in a row at n = 690, then 26).
     ``cut``: a run still going counts once (miss_events), as one that ended."""
     allowed = 1.0 - percentile / 100.0
     events = miss_events(over, cut)
     if events < MIN_EVENTS:
         return False
     n = len(over)
-    chance = min(allowed, TAIL_SHARE) if over[-1] and not cut else allowed
-    return binomial_tail(events, n, chance) < ALPHA or (n >= full_window and events > allowed * n)
+    running = 0 if cut else n - next((i + 1 for i in range(n - 1, -1, -1) if not over[i]), 0)
+    return binomial_tail(events, n, allowed) < ALPHA or binomial_tail(running, n, min(allowed, TAIL_SHARE)) < ALPHA \
+        or (n >= full_window and events > allowed * n)
 
 
 def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog: int) -> bool:
