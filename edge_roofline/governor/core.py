@@ -299,7 +299,8 @@ class Governor:
                                self._surprised, self._new_workload)
         loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
-                                       self.findings.measured, late_window_s=cfg.late_window_s)
+                                       self.findings.measured, late_window_s=cfg.late_window_s,
+                                       counted_from_s=self._counted_from_s)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
@@ -362,8 +363,9 @@ class Governor:
         """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe saving nothing
         (verdicts.py). One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over.
         None while a stream's queue drains a backlog: a point tried then may drain it slower (agx_saturated@seed25:
-        a step down from a point near saturation in a burst's backlog, 21 -> 31 late); the best known point may."""
-        explore = self._explore_left > 0 and not any(s.late_now for s in active)
+        a step down from a point near saturation in a burst's backlog, 21 -> 31 late); the best known point may. A
+        workload change's late ones (its grace) are the change's: exploring the new work starts at once."""
+        explore = self._explore_left > 0 and not (now_s >= self._counted_from_s and any(s.late_now for s in active))
         unpaid_here, cap_w, held_w = set(), math.inf, held_power_w(preds, current, met)
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
