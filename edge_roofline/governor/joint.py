@@ -229,12 +229,14 @@ def burst_room(column: list[StreamPrediction], stream: Stream, late_window_s: fl
     over ``late_window_s`` (``StreamPrediction.bursts_fit_budget``): the stream's late budget
     left, never under what they make at the least late candidate (no point avoids that). Late
     ones before ``counted_from_s`` (the current workload's grace ended) are another workload's:
-    a 200 Hz phase's do not spend a 10 Hz one's budget of 3 (agx_small_model_switch)."""
+    a 200 Hz phase's do not spend a 10 Hz one's budget of 3 (agx_small_model_switch). One late
+    inference per window is always room (as a slow stream can always afford one miss per window:
+    verdicts.unaffordable_miss): a spent budget of 4 at 15 Hz does not force the fastest point."""
     lates = [s.bursts.window_late(s.latency_s, s.input_rate_hz, s.target_s, late_window_s, s.queue.self_paced)
              for s in column]
     floor = min((x for x in lates if math.isfinite(x)), default=0.0)
     budget = stream.late_budget(stream.last_seen_s, late_window_s) + sum(t < counted_from_s for t in stream.late_at_s)
-    room = max(budget, 0.0) + floor
+    room = max(budget, 1.0) + floor
     return [replace(s, burst_room=room, late_window_s=late_window_s) for s in column]
 
 
