@@ -148,3 +148,22 @@ def test_a_point_where_one_burst_is_a_large_lump_of_the_late_budget_left_is_refu
         s.note_inference(0.03, 2.0 + k * 4e-3)
     fastest, slow, roomy = burst_room(column([2.2e-3, 3.2e-3, 2.5e-3]), s, window_s)
     assert fastest.meets() and not roomy.meets() and not slow.meets()
+
+
+def test_the_bursts_room_counts_the_current_workloads_late_ones_and_always_one():
+    # Late ones of another workload (a 200 Hz phase before a 10 Hz one) do not spend this one's
+    # budget (agx_small_model_switch: MAXN held, 1.04 -> 1.16 x oracle); a spent budget still
+    # leaves one late inference of room (ms_nx_two_p30: 4 late at 15 Hz forced the fastest point).
+    rate, target_s, window_s = 10.0, 25e-3, 30.0
+    bursts = Bursts(events=1, inferences=300, excess=9.0)
+    s = Stream(StreamConfig(name="s", target_latency_ms=25.0))
+    s.calibrated_rate_hz = rate
+    for k in range(20):
+        s.note_seen(1.0 + k * 5e-3)
+        s.note_inference(0.05, 1.0 + k * 5e-3)
+    column = [StreamPrediction("s", lat, 0.0, rate, 0.95 * target_s, 1.02, target_s=target_s, bursts=bursts)
+              for lat in (5e-3, 20e-3)]
+    floor = bursts.window_late(5e-3, rate, target_s, window_s)  # the least late point's: no point avoids it
+    assert 0 < floor < 1
+    assert burst_room(column, s, window_s)[0].burst_room == pytest.approx(1.0 + floor)  # spent: 3 - 20 < 1
+    assert burst_room(column, s, window_s, counted_from_s=2.0)[0].burst_room == pytest.approx(3.0 + floor)
