@@ -32,7 +32,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .verdicts import held_power_w, unaffordable_miss
-from .streams import PowerWindow, Stream, StreamWindow, returned, silent, uncount_since, uncount_told
+from .streams import PowerWindow, Stream, StreamWindow, clear_windows, returned, silent, uncount_since, uncount_told
 
 
 class Governor:
@@ -236,12 +236,7 @@ class Governor:
         found = self.learned.mix_changed(changed, [s for s in self.streams.values() if s.active])
         self._new_workload(forget_mixes=False)
         self.learned.findings = found
-        self._clear_windows()
-
-    def _clear_windows(self) -> None:
-        for s in self.streams.values():
-            s.latencies.clear()
-        self._power.clear()
+        clear_windows(self.streams.values(), self._power)
 
     def shutdown(self) -> str:
         """Put back what was found at start (the platform's own record: every cap file as found),
@@ -304,7 +299,8 @@ class Governor:
                                self._surprised, self._new_workload)
         loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
-                                       self.findings.measured, late_window_s=cfg.late_window_s)
+                                       self.findings.measured, late_window_s=cfg.late_window_s,
+                                       counted_from_s=self._counted_from_s)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised)
         if violations and self._descending:
@@ -329,13 +325,13 @@ class Governor:
         choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point
         # hold
+        backlog = [s.name for s in active if s.late_now] if not violations else []  # its queue drains first
+        if backlog and (target == self.current or current.meets() or self.current.name in met):
+            return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
         if target == self.current:
             return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring else Transition.IMPROVE
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
-            backlog = [s.name for s in active if s.late_now]  # its queue drains first
-            if backlog:
-                return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
             if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
                 return decide(Transition.HOLD, unpaid_hold(state), self.current, why, current)
         # advise
@@ -366,8 +362,12 @@ class Governor:
                            state: State, met: frozenset[str], active: list[Stream], now_s: float,
                            horizon_s: float) -> tuple[Choice, float]:
         """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe saving nothing
-        (verdicts.py). One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over."""
-        explore, unpaid_here, cap_w, held_w = self._explore_left > 0, set(), math.inf, held_power_w(preds, current, met)
+        (verdicts.py). One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over.
+        None while a stream's queue drains a backlog: a point tried then may drain it slower (agx_saturated@seed25:
+        a step down from a point near saturation in a burst's backlog, 21 -> 31 late); the best known point may. A
+        workload change's late ones (its grace) are the change's: exploring the new work starts at once."""
+        explore = self._explore_left > 0 and not (now_s >= self._counted_from_s and any(s.late_now for s in active))
+        unpaid_here, cap_w, held_w = set(), math.inf, held_power_w(preds, current, met)
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             domains = domains_changed(self.device, self.current, choice.prediction.point)
@@ -415,6 +415,6 @@ class Governor:
         self.current, self._in_doubt = point, False
         self.safety.note_switch(now_s)
         self.learned.calibrated_here.clear()
-        self._clear_windows()
+        clear_windows(self.streams.values(), self._power)
         self.switches += 1
         return ""

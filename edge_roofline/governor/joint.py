@@ -190,12 +190,13 @@ def predict_point(point: OperatingPoint, streams: list[tuple[Stream, StreamWindo
 def predict_candidates(candidates: list[OperatingPoint], dominance: Dominance,
                        streams: list[tuple[Stream, StreamWindow | None, float]],
                        energy: JointEnergy, measured: set[str] = frozenset(), *,
-                       late_window_s: float) -> list[JointPrediction]:
+                       late_window_s: float, counted_from_s: float = -math.inf) -> list[JointPrediction]:
     """``predict_point`` at every candidate, each stream's latency made monotone in the clocks
     and the power at least that of every ``measured`` point it dominates (rules.py), its bursts
     no point avoids held against none while it excuses them (``excuses_bursts``)."""
     joint = [predict_point(p, streams, energy) for p in candidates]
-    per_stream = [burst_floored(dominance.envelope([j.streams[k] for j in joint]), excuses_bursts(s, late_window_s))
+    per_stream = [burst_room(burst_floored(dominance.envelope([j.streams[k] for j in joint]),
+                                           excuses_bursts(s, late_window_s)), s, late_window_s, counted_from_s)
                   for k, (s, _, _) in enumerate(streams)]
     powers_w = dominance.power_envelope([j.power_w for j in joint], measured)
     floors_w = dominance.power_envelope([j.power_w if j.point.name in measured else 0.0 for j in joint], measured)
@@ -222,12 +223,30 @@ def burst_floored(column: list[StreamPrediction], excused: bool = True) -> list[
     return [replace(s, burst_floor=floor) for s in column] if floor else column
 
 
+def burst_room(column: list[StreamPrediction], stream: Stream, late_window_s: float,
+               counted_from_s: float = -math.inf) -> list[StreamPrediction]:
+    """One stream at every candidate, each told the late inferences its bursts may still make
+    over ``late_window_s`` (``StreamPrediction.bursts_fit_budget``): the stream's late budget
+    left, never under what they make at the least late candidate (no point avoids that). Late
+    ones before ``counted_from_s`` (the current workload's grace ended) are another workload's:
+    a 200 Hz phase's do not spend a 10 Hz one's budget of 3 (agx_small_model_switch). One late
+    inference per window is always room (as a slow stream can always afford one miss per window:
+    verdicts.unaffordable_miss): a spent budget of 4 at 15 Hz does not force the fastest point."""
+    lates = [s.bursts.window_late(s.latency_s, s.input_rate_hz, s.target_s, late_window_s, s.queue.self_paced)
+             for s in column]
+    floor = min((x for x in lates if math.isfinite(x)), default=0.0)
+    budget = stream.late_budget(stream.last_seen_s, late_window_s) + sum(t < counted_from_s for t in stream.late_at_s)
+    room = max(budget, 1.0) + floor
+    return [replace(s, burst_room=room, late_window_s=late_window_s) for s in column]
+
+
 def predict_all(current: OperatingPoint, candidates: list[OperatingPoint], dominance: Dominance,
                 streams: list[tuple[Stream, StreamWindow | None, float]], energy: JointEnergy,
                 measured: set[str] = frozenset(), *,
-                late_window_s: float) -> tuple[dict[str, JointPrediction], JointPrediction]:
+                late_window_s: float,
+                counted_from_s: float = -math.inf) -> tuple[dict[str, JointPrediction], JointPrediction]:
     """Every candidate's prediction by name (``predict_candidates``) and ``current``'s (alone where
     it is no candidate)."""
     by_name = {q.point.name: q for q in predict_candidates(candidates, dominance, streams, energy, measured,
-                                                           late_window_s=late_window_s)}
+                                                           late_window_s=late_window_s, counted_from_s=counted_from_s)}
     return by_name, by_name.get(current.name) or predict_point(current, streams, energy)

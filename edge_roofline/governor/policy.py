@@ -43,6 +43,10 @@ class StreamPrediction:
     target_s: float = math.inf  # the target itself (limit_s is under it by the margin)
     bursts: Bursts = Bursts()  # its rare slow inferences, as measured
     burst_floor: float = 0.0  # the share bursts make late that no point avoids (joint.burst_floored)
+    # The late inferences bursts may still make over the late window: the late budget left and
+    # what they make at the least late point (no point avoids it; joint.burst_room).
+    burst_room: float = math.inf
+    late_window_s: float = math.inf
 
     def burst_late_share(self, latency_s: float) -> float:
         """The share of inferences the bursts make late at a mean service time ``latency_s``, less
@@ -67,14 +71,21 @@ class StreamPrediction:
         waiting."""
         latency_s /= reach
         left = TAIL_SHARE - self.burst_late_share(latency_s)
-        return self.percentile_s(latency_s) <= self.limit_s and left > 0 and \
+        return self.percentile_s(latency_s) <= self.limit_s and left > 0 and self.bursts_fit_budget(latency_s) and \
             self.percentile_s(latency_s, tail=True, tail_share=left) <= self.target_s
+
+    def bursts_fit_budget(self, latency_s: float) -> bool:
+        """The bursts expected over the late window and one more fit in what the late budget
+        has left (``burst_room``): a point where one burst is a large lump of the budget is not
+        held once a burst has drawn on it."""
+        return self.bursts.window_late(latency_s, self.input_rate_hz, self.target_s, self.late_window_s,
+                                       self.queue.self_paced) <= self.burst_room
 
     def bursts_fit(self) -> bool:
         """The bursts seen make less than TAIL_SHARE of inferences late here, less what those no
         point avoids take beyond half of it (``burst_late_share``; a point measured to meet its
         percentile before a burst was seen is no longer taken to meet it otherwise)."""
-        return self.burst_late_share(self.latency_s) < TAIL_SHARE
+        return self.burst_late_share(self.latency_s) < TAIL_SHARE and self.bursts_fit_budget(self.latency_s)
 
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been."""

@@ -262,12 +262,12 @@ class Stream:
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
-    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = math.inf,
+    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0,
                   predicted: bool = False) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
         the target is missed (verdicts.misses_target: a burst is not a tail; ``predicted``: the
         model predicts the miss here; a burst still going whose backlog drains before an escape
-        would show, ``escape_settle_s``, is no miss within chance unless predicted:
+        would show, ``escape_settle_s`` (0: none is), is no miss within chance unless predicted:
         verdicts.burst_going), else None. The ratio is at least target / limit: the choice then
         looks for a point that much faster."""
         target_s = self.config.target_latency_s
@@ -299,6 +299,13 @@ class Stream:
                             violations, samples, rate,
                             bool(math.isfinite(measured) and measured <= self.config.target_latency_s),
                             self.inferences, self.late)
+
+
+def clear_windows(streams: Iterable[Stream], power: PowerWindow) -> None:
+    """Forget what the windows hold (another point, another mix of work)."""
+    for s in streams:
+        s.latencies.clear()
+    power.clear()
 
 
 def engine(streams: Iterable[Stream], s: Stream) -> list[Stream]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edge_roofline.governor.config import StreamConfig
-from edge_roofline.governor.joint import burst_floored, excuses_bursts
+from edge_roofline.governor.joint import burst_floored, burst_room, excuses_bursts
 from edge_roofline.governor.policy import StreamPrediction
 from edge_roofline.governor.streams import Stream
 from edge_roofline.governor.queueing import TAIL_SHARE, Bursts, BurstMeter
@@ -130,3 +130,56 @@ def test_a_bursts_backlog_drains_at_one_minus_utilisation():
     assert meter.run == 3
     meter.add(0.016, 2.2, 30.0)  # rising again: the burst is over
     assert meter.run == 0
+
+
+def test_a_point_where_one_burst_is_a_large_lump_of_the_late_budget_left_is_refused():
+    # 250 Hz, 10 ms target, a backlog of 9 service times seen once in 3000 inferences: at 3.2 ms
+    # (80 % busy) one burst makes 27.5 late, its mean share 0.92 % fits TAIL_SHARE. Over a 30 s
+    # window (75 late at 1 %) the bursts expected in it and one more make 55: held while the
+    # budget is whole, refused once a burst has spent 35 of it (agx_saturated@seed25: 21 late
+    # at the first burst, 27 at the next at a point priced 0.99 %). A point with more room to
+    # drain (2.5 ms: 10 late per burst) still fits.
+    rate, target_s, window_s = 250.0, 10e-3, 30.0
+    bursts = Bursts(events=1, inferences=3000, excess=9.0)
+    assert bursts.late_per_burst(3.2e-3, rate, target_s) == pytest.approx(27.5)
+    assert bursts.late_share(3.2e-3, rate, target_s) < TAIL_SHARE
+    assert bursts.window_late(3.2e-3, rate, target_s, window_s) == pytest.approx(55.0)
+    s = Stream(StreamConfig(name="s", target_latency_ms=10.0))
+    s.calibrated_rate_hz = rate
+
+    def column(latencies_s):
+        return [StreamPrediction("s", lat, 0.0, rate, 0.95 * target_s, 1.02, target_s=target_s, bursts=bursts)
+                for lat in latencies_s]
+
+    fastest, slow, roomy = burst_room(column([1e-3, 3.2e-3, 2.5e-3]), s, window_s)
+    assert fastest.burst_room == pytest.approx(75.0) and slow.meets() and roomy.meets()
+    for k in range(35):
+        s.note_seen(1.0 + k * 4e-3)
+        s.note_inference(0.03, 1.0 + k * 4e-3)
+    fastest, slow, roomy = burst_room(column([1e-3, 3.2e-3, 2.5e-3]), s, window_s)
+    assert fastest.burst_room == pytest.approx(40.0)
+    assert not slow.meets() and not slow.bursts_fit() and roomy.meets() and fastest.meets()
+    # Spent past what the least late point's bursts make: that point is still held, none slower
+    for k in range(60):
+        s.note_inference(0.03, 2.0 + k * 4e-3)
+    fastest, slow, roomy = burst_room(column([2.2e-3, 3.2e-3, 2.5e-3]), s, window_s)
+    assert fastest.meets() and not roomy.meets() and not slow.meets()
+
+
+def test_the_bursts_room_counts_the_current_workloads_late_ones_and_always_one():
+    # Late ones of another workload (a 200 Hz phase before a 10 Hz one) do not spend this one's
+    # budget (agx_small_model_switch: MAXN held, 1.04 -> 1.16 x oracle); a spent budget still
+    # leaves one late inference of room (ms_nx_two_p30: 4 late at 15 Hz forced the fastest point).
+    rate, target_s, window_s = 10.0, 25e-3, 30.0
+    bursts = Bursts(events=1, inferences=300, excess=9.0)
+    s = Stream(StreamConfig(name="s", target_latency_ms=25.0))
+    s.calibrated_rate_hz = rate
+    for k in range(20):
+        s.note_seen(1.0 + k * 5e-3)
+        s.note_inference(0.05, 1.0 + k * 5e-3)
+    column = [StreamPrediction("s", lat, 0.0, rate, 0.95 * target_s, 1.02, target_s=target_s, bursts=bursts)
+              for lat in (5e-3, 20e-3)]
+    floor = bursts.window_late(5e-3, rate, target_s, window_s)  # the least late point's: no point avoids it
+    assert 0 < floor < 1
+    assert burst_room(column, s, window_s)[0].burst_room == pytest.approx(1.0 + floor)  # spent: 3 - 20 < 1
+    assert burst_room(column, s, window_s, counted_from_s=2.0)[0].burst_room == pytest.approx(3.0 + floor)

@@ -137,6 +137,43 @@ def test_no_move_for_energy_while_a_stream_is_late(tmp_path):
     assert gov.step(now_s + 1e-4).transition == energy_move
 
 
+def test_no_exploration_while_a_stream_is_late(tmp_path, monkeypatch):
+    # A point tried while a queue drains a backlog may drain it slower, and the move's
+    # transient prolongs it (agx_saturated@seed25: a step down from a point near saturation in
+    # a burst's backlog, 21 -> 31 late): the choice is made without exploring, and exploring
+    # resumes once the queue has drained. (Inside a workload change's grace, here the start's
+    # first 0.5 s, late ones are the change's: exploring the new work is not held off.)
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "late").mkdir()
+    gov, platform, clock = make(tmp_path / "reference", change_grace_s=0.5)
+    start_s = clock.now_s()
+    reference = drive_settle(gov, platform, clock, 3.0, step_s=0.01)
+    t_move = next(t for t, d in reference if d.applied and t > start_s + 0.5 and d.transition == Transition.EXPLORE)
+    gov, platform, clock = make(tmp_path / "late", change_grace_s=0.5)
+    drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
+    explored = []
+    choose = core.choose
+    monkeypatch.setattr(core, "choose", lambda *a, **k: explored.append(k["explore"]) or choose(*a, **k))
+    now_s = clock.now_s()
+    target_s = gov.streams[next(iter(gov.streams))].config.target_latency_s
+    gov.observe_inference(1.05 * target_s, now_s)
+    held = gov.step(now_s)
+    assert explored and not any(explored) and not held.applied and "late" in held.reason, (explored, held.reason)
+    explored.clear()
+    gov.observe_inference(0.5 * target_s, now_s + 1e-4)  # on time again: the queue has drained
+    gov.step(now_s + 1e-4)
+    assert explored[0]  # exploring is offered again (whether one is affordable is the late budget's call)
+    # The same late inference inside the start's grace (2 s): the change's, exploring goes on
+    (tmp_path / "grace").mkdir()
+    gov, platform, clock = make(tmp_path / "grace", change_grace_s=2.0)
+    assert t_move < clock.now_s() + 2.0
+    drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
+    explored.clear()
+    gov.observe_inference(1.05 * target_s, clock.now_s())
+    gov.step(clock.now_s())
+    assert explored[0]
+
+
 def test_a_slow_stream_can_always_afford_one_miss_per_window_that_holds_it():
     # 15 Hz over 30 s: 4.5 late inferences at 1 %, short of one miss (5): without a longer
     # window such a stream would block every move that may miss, for ever.
