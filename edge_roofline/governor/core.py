@@ -343,9 +343,8 @@ class Governor:
         error = self._apply(target, now_s)
         if error:
             return decide(Transition.HOLD, state, self.current, f"apply failed: {error}", current)
-        self._explore_left -= choice.exploring
-        if choice.exploring:  # tried in case the model is wrong: where it predicts a miss, samples confirm it
-            self.findings.predicted_miss[target.name] = choice.prediction.over_target()
+        if choice.exploring:
+            self._explore_left -= 1
         self._descending = choice.descent
         stopgap = violations or not (choice.prediction.meets() or target.name in self.findings.met)
         self._after_settle = State.MEASURING if stopgap else State.SETTLED  # an escape, or nothing meets
@@ -411,7 +410,8 @@ class Governor:
         domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
         self.move = Move(now_s, domains, self.learned.settle.of(domains))
         self._unvisited = point.name not in self.findings.measured
-        self.learned.probed |= {point.name} & self.learned.probe_candidates
+        if point.name in self.learned.probe_candidates:
+            self.learned.probed.add(point.name)
         self.current, self._in_doubt = point, False
         self.safety.note_switch(now_s)
         self.learned.calibrated_here.clear()

@@ -21,8 +21,6 @@ class Findings:
     # missed under it, verdict expired or not: not explored again (an expired verdict lets the
     # point back only where the model predicts it meets, as any point)
     missed_once: set[str] = field(default_factory=set)
-    # explored where the model predicted these streams' percentile over their target (verdicts.misses_target)
-    predicted_miss: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.missed is None:
@@ -37,7 +35,6 @@ class Findings:
         """A new target: what each point measured still holds, not whether it met the targets."""
         self.missed.clear()
         self.missed_once.clear()
-        self.predicted_miss.clear()
         self.met.clear()
         self.near.clear()
 

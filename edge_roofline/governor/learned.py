@@ -159,11 +159,8 @@ class Learned:
         ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
         # An escape shows no sooner than its quickest domain settles: a burst whose backlog drains sooner is waited out.
         escape_s = min(self.settle.domain_s(d) for d in DOMAINS if d != "preset")
-        # Explored where the model predicted a stream's percentile over its target (in case the
-        # model is wrong): samples that do not contradict it confirm the miss (verdicts.misses_target).
-        predicted = self.findings.predicted_miss.get(point.name, frozenset())
-        violations = {s.name: v for s in active if (v := s.violation(
-            s.limit_s(config.margin), config.min_window_samples, escape_s, s.name in predicted)) is not None}
+        violations = {s.name: v for s in active
+                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples, escape_s)) is not None}
         if violations:
             # Resting on a run the move away cuts short (a burst or a level: its end is never
             # seen), the verdict ages from the judging window and tells no change of work (a

@@ -143,10 +143,6 @@ class JointPrediction:
     def bursts_fit(self) -> bool:
         return all(s.bursts_fit() for s in self.streams)
 
-    def over_target(self) -> frozenset[str]:
-        """The streams whose predicted percentile (the model's mean, no uncertainty) is over the target itself."""
-        return frozenset(s.name for s in self.streams if s.percentile_s() > s.target_s)
-
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)
 

@@ -262,20 +262,18 @@ class Stream:
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
-    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0,
-                  predicted: bool = False) -> float | None:
+    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
-        the target is missed (verdicts.misses_target: a burst is not a tail; ``predicted``: the
-        model predicts the miss here; a burst still going whose backlog drains before an escape
-        would show, ``escape_settle_s`` (0: none is), is no miss within chance unless predicted:
-        verdicts.burst_going), else None. The ratio is at least target / limit: the choice then
-        looks for a point that much faster."""
+        the target is missed (verdicts.misses_target: a burst is not a tail; a burst still going
+        whose backlog drains before an escape would show, ``escape_settle_s`` (0: none is), is no
+        miss within chance: verdicts.burst_going), else None. The ratio is at least target /
+        limit: the choice then looks for a point that much faster."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
         over = list(lat > target_s)
-        if not len(lat) or not misses_target(over, self.config.percentile, min_samples, predicted=predicted):
+        if not len(lat) or not misses_target(over, self.config.percentile, min_samples):
             return None
-        if not predicted and self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
+        if self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
                 burst_going(over, self.config.percentile, min_samples, self.bursts.run):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s

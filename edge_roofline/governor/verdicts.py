@@ -79,8 +79,7 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(total, 1.0)
 
 
-def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut: bool = False,
-                  predicted: bool = False) -> bool:
+def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut: bool = False) -> bool:
     """The samples ``over`` (each over its target or not, in order, all started after the point
     settled) show that the point misses its ``percentile``: at least two events, more than
     chance allows or, over ``full_window`` samples or more, more than the percentile allows.
@@ -88,16 +87,12 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
     ones than the stream's promise, at most TAIL_SHARE late, allows by chance: a point near
     saturation is left after the few in a row that break it, not after the many the percentile
     allows in a long window (agx_saturated@seed27: 40 late in a row at n = 690, then 26).
-    ``cut``: a run still going counts once (miss_events), as one that ended. ``predicted``: the
-    model predicts the miss (the point was tried in case it is wrong): samples that do not
-    contradict it -- more events than the percentile allows of them, from the first on -- confirm it."""
+    ``cut``: a run still going counts once (miss_events), as one that ended."""
     allowed = 1.0 - percentile / 100.0
     events = miss_events(over, cut)
-    n = len(over)
-    if predicted and events > allowed * n:
-        return True
     if events < MIN_EVENTS:
         return False
+    n = len(over)
     running = 0 if cut else n - next((i + 1 for i in range(n - 1, -1, -1) if not over[i]), 0)
     return binomial_tail(events, n, allowed) < ALPHA or binomial_tail(running, n, min(allowed, TAIL_SHARE)) < ALPHA \
         or (n >= full_window and events > allowed * n)

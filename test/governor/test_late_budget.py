@@ -113,20 +113,13 @@ def test_a_backlog_that_grows_after_a_move_is_the_points():
 def test_no_move_for_energy_while_a_stream_is_late(tmp_path):
     (tmp_path / "reference").mkdir()
     (tmp_path / "late").mkdir()
-    def run(path):
-        """Settled, then exploring again for a looser target: an energy move comes (a first
-        settle's own moves depend on what its misses taught the model)."""
-        gov, platform, clock = make(path)
-        drive_settle(gov, platform, clock, 3.0, step_s=0.01)
-        gov.set_target(25.0, 95.0)
-        return gov, platform, clock
-    gov, platform, clock = run(tmp_path / "reference")
+    gov, platform, clock = make(tmp_path / "reference")
     start_s = clock.now_s()
     reference = drive_settle(gov, platform, clock, 3.0, step_s=0.01)
-    t_move, energy_move = next((t, d.transition) for t, d in reference if d.applied and t > start_s
+    t_move, energy_move = next((t, d.transition) for t, d in reference if d.applied and t > start_s + 1.0
                                and d.transition in (Transition.EXPLORE, Transition.IMPROVE))
     # The same run up to just before that move, then one late inference (not a miss: one sample)
-    gov, platform, clock = run(tmp_path / "late")
+    gov, platform, clock = make(tmp_path / "late")
     drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
     now_s = clock.now_s()
     target_s = gov.streams[next(iter(gov.streams))].config.target_latency_s
@@ -338,10 +331,8 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
             cheap.add(min(saving, key=lambda p: p.power_w).point.name)
             return Choice(min(saving, key=lambda p: p.power_w), "exploring a point that saves", True)
         return real(preds, current, **kw)
-    # Settled below MAXN (dearer points exist) without a miss on the way: what a miss teaches
-    # the model moves every later prediction, and this test needs cheaper points predicted to meet.
-    gov, platform, clock = make(tmp_path, target_latency_ms=18.0)
-    drive_settle(gov, platform, clock, 3.0)
+    gov, platform, clock = make(tmp_path)
+    drive_settle(gov, platform, clock, 3.0)  # settled below MAXN: dearer points exist
     monkeypatch.setattr(core, "choose", choose)
     gov.set_target(25.0, 95.0)  # exploring again
     decisions = drive_settle(gov, platform, clock, 3.0)
