@@ -87,7 +87,8 @@ class Governor:
             fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
 
     predictor = property(lambda self: self._stream(DEFAULT_STREAM).predictor, doc="The only stream's predictor.")
-    model_id = property(lambda self: next(iter(self.streams.values())).model_id, doc="The first stream's model or ''.")
+    model_id = property(lambda self: next(iter(self.streams.values())).model_id,
+                        doc='The first stream\'s model ("" before it is known).')
     model_note = property(lambda self: next(iter(self.streams.values())).model_note)
     findings = property(lambda self: self.learned.findings, doc="The verdicts under the current workload.")
     energy = property(lambda self: self.learned.energy, doc="The power model, every stream's.")
@@ -125,8 +126,7 @@ class Governor:
         start_s = timestamp_s - latency_s
         s.note_inference(latency_s, timestamp_s, counted=start_s >= self._counted_from_s)
         self.move.learn(s, start_s, latency_s, self.learned.settle)
-        if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s,
-                                                                               s.late_now):
+        if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
         s.add_judged(timestamp_s, latency_s, self.config.late_window_s)
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed

@@ -64,29 +64,21 @@ class Move:
     backlog_until_s: dict[str, float] = field(default_factory=dict)  # stream: its samples of the move end here
     backlog_left: dict[str, int] = field(default_factory=dict)  # stream: samples queued behind them still owned
     backlog_latency_s: dict[str, float] = field(default_factory=dict)  # stream: its last backlog sample's latency
-    first_after: set[str] = field(default_factory=set)  # streams whose first inference after it has come
 
     def settled_s(self) -> float:
         """When it settled (no domain changed: the governor's start, before any sample)."""
         return self.time_s + self.settle_s if self.domains else -math.inf
 
-    def owns(self, stream: str, start_s: float, timestamp_s: float, late: bool = False) -> bool:
-        """The sample is the move's: it started before the move settled, or it is the stream's
-        first one after the move and ``late`` (over its target: the first inference after an EMC
-        change stalls however short the settle, and a settle shorter than the frame period leaves
-        it after; one on time is the point's), or it queued behind one of those while that backlog
-        drains (each latency below the one before it, up to
+    def owns(self, stream: str, start_s: float, timestamp_s: float) -> bool:
+        """The sample is the move's: it started before the move settled, or it queued behind
+        one that did while that backlog drains (each latency below the one before it, up to
         BACKLOG_SAMPLES of them): a point that cannot keep up queues for ever, and that is its own."""
         settled_s = self.settled_s()
         left = self.backlog_left.get(stream, BACKLOG_SAMPLES)
         latency_s = timestamp_s - start_s
         draining = latency_s < self.backlog_latency_s.get(stream, math.inf)
-        first = bool(self.domains) and start_s >= self.time_s and stream not in self.first_after
-        if first:
-            self.first_after.add(stream)
-        if start_s < settled_s or (first and late) or (
-                start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0 and draining):
-            self.backlog_left[stream] = left - (start_s >= settled_s and not (first and late))
+        if start_s < settled_s or (start_s < self.backlog_until_s.get(stream, -math.inf) and left > 0 and draining):
+            self.backlog_left[stream] = left - (start_s >= settled_s)
             self.backlog_until_s[stream] = max(self.backlog_until_s.get(stream, -math.inf), timestamp_s)
             self.backlog_latency_s[stream] = latency_s
             return True

@@ -428,17 +428,6 @@ def test_a_move_to_a_point_that_misses_teaches_no_stall():
     assert s.stalls.late_per_move(frozenset({"emc"})) == 0.0
 
 
-def test_a_late_first_inference_after_a_move_is_the_moves_however_short_its_settle():
-    # The first inference after an EMC change stalls even when it starts after the clocks
-    # settled (a frame period longer than the settle): late, it is the move's, not the point's.
-    move = Move(0.0, frozenset({"emc"}), 0.008)
-    assert move.owns("s", 0.02, 0.022, late=True)  # started after the settle: stalled, the move's
-    assert not move.owns("t", 0.03, 0.0308)  # each stream's first one: on time, the point's
-    assert not move.owns("t", 0.063, 0.0658, late=True)  # a later one late: the point's
-    assert not move.owns("s", 0.053, 0.0538, late=True)
-    assert not Move(0.0, frozenset(), 0.0).owns("s", 0.02, 0.022, late=True)  # no move: the start owns nothing
-
-
 def test_a_model_switch_told_after_its_first_late_frames_is_graced_from_their_start(tmp_path):
     # The new model's first frames end before its id reaches the governor (set_model comes at the
     # next step): they are the switch's, as governor-eval's criteria count a phase's grace from
