@@ -58,7 +58,7 @@ def test_the_readme_row_gives_the_verdict_from_the_governors_numbers(runs):
     # The same runs against a 100x tighter TPOT: every decode step is over, and the row says FAIL.
     tight = replace(sc, tpot_ms=sc.tpot_ms / 100)
     assert readme_row(tight, list(by.values())).endswith("| FAIL |")
-    block = readme_table([row], 1, "abc123")
+    block = readme_table([row], "python -m x --seeds 4", "abc123")
     assert block.startswith(README_LLM_START) and block.endswith(README_LLM_END) and row in block
 
 
@@ -66,16 +66,16 @@ def test_write_results_rewrites_the_readme_table_in_place(tmp_path):
     from edge_roofline.governor.eval.generation import write_results
     from edge_roofline.governor.eval.tables import README_LLM_END, README_LLM_START, RESULTS_FILE
 
-    assert write_results(tmp_path, ["t"], ["| a | row |"], "cmd", 4) == 2  # no docs folder: refused
+    assert write_results(tmp_path, ["t"], ["| a | row |"], "cmd --seeds 4") == 2  # no docs folder: refused
     assert not (tmp_path / RESULTS_FILE).exists()
     (tmp_path / "docs").mkdir()
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{README_LLM_START}\nold table\n{README_LLM_END}\n\nafter\n")
     for rows in (["| a | row |"], ["| b | row |"]):
-        assert write_results(tmp_path, ["table"], rows, "cmd", 4) == 0
+        assert write_results(tmp_path, ["table"], rows, "cmd --seeds 4") == 0
     text = readme.read_text()
     assert "| b | row |" in text and "| a | row |" not in text and "old table" not in text
-    assert text.count(README_LLM_START) == 1 and text.endswith("\n\nafter\n") and "4 seeds" in text
+    assert text.count(README_LLM_START) == 1 and text.endswith("\n\nafter\n") and "`cmd --seeds 4`" in text
     assert "table" in (tmp_path / RESULTS_FILE).read_text()
 
 
