@@ -93,9 +93,14 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
     if events < MIN_EVENTS:
         return False
     n = len(over)
-    running = 0 if cut else n - next((i + 1 for i in range(n - 1, -1, -1) if not over[i]), 0)
+    running = 0 if cut else trailing_run(over)
     return binomial_tail(events, n, allowed) < ALPHA or binomial_tail(running, n, min(allowed, TAIL_SHARE)) < ALPHA \
         or (n >= full_window and events > allowed * n)
+
+
+def trailing_run(over: Sequence[bool]) -> int:
+    """The misses in a row at the end of ``over`` (a run still going; 0: the last was on time)."""
+    return len(over) - next((i + 1 for i in range(len(over) - 1, -1, -1) if not over[i]), 0)
 
 
 def tail_exceeded(latency_s: np.ndarray, target_s: float) -> bool:
@@ -122,10 +127,9 @@ def cut_burst(over: Sequence[bool], percentile: float, full_window: int, backlog
     behind them, BurstMeter.run) after the point was seen meeting (``full_window`` samples or
     more): a move away cuts it short, so it may be a burst as well as a level (the work got
     much heavier) -- its end, which would tell, is never seen at the point."""
-    before = len(over)
-    while before and over[before - 1]:
-        before -= 1
-    return (before >= full_window and len(over) - before <= backlog
+    run = trailing_run(over)
+    before = len(over) - run
+    return (before >= full_window and run <= backlog
             and not misses_target(over, percentile, full_window, cut=True))
 
 
