@@ -24,18 +24,18 @@ from .joint import predict_all
 from .learned import Learned
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
-from .policy import Choice, JointPrediction, choose
+from .policy import JointPrediction
 from .pointwise import PointwisePredictor
 from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition, unpaid_hold
-from .verdicts import held_power_w, unaffordable_miss
+from .selection import Selection
 from .streams import PowerWindow, Stream, StreamWindow, clear_windows, returned, silent, uncount_since, uncount_told
 
 
-class Governor:
+class Governor(Selection):
     def __init__(self, platform: Platform, config: GovernorConfig,
                  model_analysis: RooflineAnalysis | None | Mapping[str, RooflineAnalysis | None], clock: Clock,
                  store: StateStore | None = None) -> None:
@@ -356,47 +356,6 @@ class Governor:
         for s in silent(list(self.streams.values()), now_s, self.config.stream_timeout_s):
             self.stream_left(s.name)
         self.findings.missed.expire(now_s)
-
-    def _choose_affordable(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                           state: State, met: frozenset[str], active: list[Stream], now_s: float,
-                           horizon_s: float) -> tuple[Choice, float]:
-        """The choice and its transient (s); no exploration the late budget cannot pay for, nor a probe saving nothing
-        (verdicts.py). One whose saving over ``horizon_s`` would not pay its transients (moves.py) is passed over.
-        None while a stream's queue drains a backlog: a point tried then may drain it slower (agx_saturated@seed25:
-        a step down from a point near saturation in a burst's backlog, 21 -> 31 late); the best known point may. A
-        workload change's late ones (its grace) are the change's: exploring the new work starts at once."""
-        explore = self._explore_left > 0 and not (now_s >= self._counted_from_s and any(s.late_now for s in active))
-        unpaid_here, cap_w, held_w = set(), math.inf, held_power_w(preds, current, met)
-        while True:
-            choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
-            domains = domains_changed(self.device, self.current, choice.prediction.point)
-            settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
-            safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
-            probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
-            if choice.exploring and unaffordable_miss(
-                    choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
-                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains):
-                explore = False
-            elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
-                    choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
-                                                                 settle_s)):
-                unpaid_here.add(choice.prediction.point.name)
-                cap_w = min(cap_w, choice.prediction.power_w)
-            else:
-                return choice, settle_s
-
-    def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
-                state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:
-        # passed: not explored now, yet not measured (they isolate no probe's axis)
-        found, fastest = self.findings, self.dominance.fastest
-        tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
-        self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
-        return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
-                      explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
-                      fastest=next((q for q in preds if fastest and q.point == fastest), None),
-                      met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above, probes=self.learned.probe_candidates)
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""

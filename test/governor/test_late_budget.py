@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-import edge_roofline.governor.core as core
+import edge_roofline.governor.selection as selection
 from edge_roofline.governor.config import StreamConfig
 from edge_roofline.governor.moves import DOMAINS, Move, SettleTimes
 from edge_roofline.governor.policy import Choice
@@ -65,7 +65,7 @@ def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
 
 def risky_choose(monkeypatch):
     """``choose`` that, while it may explore, explores the slowest point that is predicted to miss."""
-    real = core.choose
+    real = selection.choose
     tried = []
 
     def choose(preds, current, **kw):
@@ -75,7 +75,7 @@ def risky_choose(monkeypatch):
             tried.append(pick.point.name)
             return Choice(pick, "exploring a point that may miss", True)
         return real(preds, current, **kw)
-    monkeypatch.setattr(core, "choose", choose)
+    monkeypatch.setattr(selection, "choose", choose)
     return tried
 
 
@@ -145,8 +145,8 @@ def test_no_exploration_while_a_stream_is_late(tmp_path, monkeypatch):
     gov, platform, clock = make(tmp_path / "late", change_grace_s=0.5)
     drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
     explored = []
-    choose = core.choose
-    monkeypatch.setattr(core, "choose", lambda *a, **k: explored.append(k["explore"]) or choose(*a, **k))
+    choose = selection.choose
+    monkeypatch.setattr(selection, "choose", lambda *a, **k: explored.append(k["explore"]) or choose(*a, **k))
     now_s = clock.now_s()
     target_s = gov.streams[next(iter(gov.streams))].config.target_latency_s
     gov.observe_inference(1.05 * target_s, now_s)
@@ -318,7 +318,7 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
     """While it may explore, the scripted choice offers first every point that saves nothing
     (its move's transients would not pay), then one that saves: the first are passed over, the
     saving one is explored (a held unpaid candidate once blocked every exploration for 10-30 s)."""
-    real, dear, cheap = core.choose, set(), set()
+    real, dear, cheap = selection.choose, set(), set()
 
     def choose(preds, current, **kw):
         fresh = [p for p in preds if p.point.name not in kw["measured"] and p.point != current.point and p.meets()]
@@ -333,7 +333,7 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
         return real(preds, current, **kw)
     gov, platform, clock = make(tmp_path)
     drive_settle(gov, platform, clock, 3.0)  # settled below MAXN: dearer points exist
-    monkeypatch.setattr(core, "choose", choose)
+    monkeypatch.setattr(selection, "choose", choose)
     gov.set_target(25.0, 95.0)  # exploring again
     decisions = drive_settle(gov, platform, clock, 3.0)
     explored = [d.point.name for _, d in decisions if d.applied and d.transition == Transition.EXPLORE]
@@ -374,7 +374,7 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
     """The core prices an axis probe against the cheapest point known to meet
     (verdicts.held_power_w): with a late budget that pays any miss, a dearer probe that may miss is
     not made; the same point offered as another exploration (a step down one axis, say) is."""
-    real, offered = core.choose, []
+    real, offered = selection.choose, []
 
     def choose(preds, current, **kw):
         dear = [p for p in preds if not p.meets() and p.power_w >= current.power_w and p.point != current.point]
@@ -383,7 +383,7 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
             offered.append(pick.point.name)
             return Choice(pick, "exploring", True)
         return real(preds, current, **kw)
-    monkeypatch.setattr(core, "choose", choose)
+    monkeypatch.setattr(selection, "choose", choose)
     made = {}
     for probes in (True, False):
         gov, platform, clock = make(tmp_path / str(probes), target_latency_ms=8.0, late_window_s=100.0,

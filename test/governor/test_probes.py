@@ -4,7 +4,7 @@ is its prior; one step down that axis from a point measured to meet the targets 
 the model's uncertainty allows, and measured, it isolates the axis. A point that missed is not
 explored again once its verdict expires."""
 
-from edge_roofline.governor import core
+from edge_roofline.governor import selection
 from edge_roofline.governor.points import effective_clocks
 from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
 from edge_roofline.governor.rules import Dominance
@@ -118,7 +118,7 @@ def test_a_point_that_missed_is_not_explored_again_when_its_verdict_expires(tmp_
         seen.update(kwargs)
         return choose(*args, **kwargs)
 
-    monkeypatch.setattr(core, "choose", spy)
+    monkeypatch.setattr(selection, "choose", spy)
     drive(gov, platform, clock, 12.0)
     assert below in seen["measured"]
 
