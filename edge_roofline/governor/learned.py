@@ -20,7 +20,7 @@ from .moves import DOMAINS, SettleTimes
 from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
-from .verdicts import tail_exceeded
+from .verdicts import pooled_miss, tail_exceeded
 
 
 class Learned:
@@ -159,8 +159,10 @@ class Learned:
         ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
         # An escape shows no sooner than its quickest domain settles: a burst whose backlog drains sooner is waited out.
         escape_s = min(self.settle.domain_s(d) for d in DOMAINS if d != "preset")
-        violations = {s.name: v for s in active
-                      if (v := s.violation(s.limit_s(config.margin), config.min_window_samples, escape_s)) is not None}
+        pooled = set() if point.name in self.findings.met else \
+            pooled_miss({s.name: s.over() for s in active}, {s.name: s.config.percentile for s in active})
+        violations = {s.name: v for s in active if (v := s.violation(
+            s.limit_s(config.margin), config.min_window_samples, escape_s, s.name in pooled)) is not None}
         if violations:
             # Resting on a run the move away cuts short (a burst or a level: its end is never
             # seen), the verdict ages from the judging window and tells no change of work (a

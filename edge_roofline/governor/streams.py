@@ -262,16 +262,22 @@ class Stream:
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
         return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
-    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0) -> float | None:
+    def over(self) -> list[bool]:
+        """Each sample judged here, in order: over the target or not."""
+        return [v > self.config.target_latency_s for _, v in self.latencies]
+
+    def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0,
+                  pooled: bool = False) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
         the target is missed (verdicts.misses_target: a burst is not a tail; a burst still going
         whose backlog drains before an escape would show, ``escape_settle_s`` (0: none is), is no
         miss within chance: verdicts.burst_going), else None. The ratio is at least target /
-        limit: the choice then looks for a point that much faster."""
+        limit: the choice then looks for a point that much faster. ``pooled``: the streams' misses
+        together show it (verdicts.pooled_miss)."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
-        over = list(lat > target_s)
-        if not len(lat) or not misses_target(over, self.config.percentile, min_samples):
+        over = self.over()
+        if not len(lat) or not (pooled or misses_target(over, self.config.percentile, min_samples)):
             return None
         if self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
                 burst_going(over, self.config.percentile, min_samples, self.bursts.run):
@@ -281,8 +287,7 @@ class Stream:
     def cut_burst(self, min_samples: int) -> bool:
         """The samples judged here miss only by a run of outliers still going after the point
         met (verdicts.cut_burst): a burst or a level."""
-        over = np.array([v for _, v in self.latencies]) > self.config.target_latency_s
-        return cut_burst(list(over), self.config.percentile, min_samples, self.bursts.run)
+        return cut_burst(self.over(), self.config.percentile, min_samples, self.bursts.run)
 
     def status(self, window: StreamWindow | None, predicted_latency_s: float = math.nan,
                predicted_latency_std_s: float = math.nan) -> StreamStatus:

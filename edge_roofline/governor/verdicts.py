@@ -32,7 +32,7 @@ misses would fall in a change's grace.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -96,6 +96,23 @@ def misses_target(over: Sequence[bool], percentile: float, full_window: int, cut
     running = 0 if cut else trailing_run(over)
     return binomial_tail(events, n, allowed) < ALPHA or binomial_tail(running, n, min(allowed, TAIL_SHARE)) < ALPHA \
         or (n >= full_window and events > allowed * n)
+
+
+def pooled_miss(overs: Mapping[str, Sequence[bool]], percentiles: Mapping[str, float]) -> set[str]:
+    """The streams (of ``overs``: each one's samples judged at a point not measured to meet, over
+    its target or not, in order) whose misses pooled show the point misses: waiting for one more
+    sample costs a late inference in every stream whose run of misses is still going there, so
+    the evidence is counted over them together, each a sample of the same point -- at least
+    MIN_EVENTS events, more than chance allows a point meeting the most lenient of their
+    ``percentiles``. Empty unless two or more streams' runs are going (ms_nx_two_p30: the
+    classifier and the detector late at once after a step down, one sample each)."""
+    going = [name for name, over in overs.items() if trailing_run(over)]
+    if len(going) < 2:
+        return set()
+    events = sum(miss_events(overs[name]) for name in going)
+    allowed = max(1.0 - percentiles[name] / 100.0 for name in going)
+    shown = events >= MIN_EVENTS and binomial_tail(events, sum(len(overs[n]) for n in going), allowed) < ALPHA
+    return set(going) if shown else set()
 
 
 def trailing_run(over: Sequence[bool]) -> int:

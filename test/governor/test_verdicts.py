@@ -2,7 +2,7 @@
 faster to go is never ruled out, a ruled-out point is tried again once its verdict expires, and
 frames of the model switched from are not judged against the new one."""
 
-from edge_roofline.governor.verdicts import Misses, burst_going, cut_burst, miss_events, misses_target
+from edge_roofline.governor.verdicts import Misses, burst_going, cut_burst, miss_events, misses_target, pooled_miss
 
 from .fake_law import drive, true_energy_j
 from .test_governor import analysis, make
@@ -182,3 +182,42 @@ def test_in_flight_frames_of_the_old_model_are_not_judged_against_the_new_one(tm
         assert not gov.observe_inference(0.015, now + 0.030 + 0.02 * k, model_id="heavy")
     gov.step(now + 0.2)
     assert held.name not in gov.findings.missed
+
+
+def test_runs_going_in_two_streams_at_once_are_pooled_evidence():
+    # One late sample each, both runs still going (a step down that made both streams late):
+    # waiting for the second costs a late inference in each, so the evidence is pooled.
+    both = {"det": [False, True], "seg": [True]}
+    assert not any(misses_target(over, 95.0, 12) for over in both.values())  # neither alone shows it
+    assert pooled_miss(both, {"det": 95.0, "seg": 95.0}) == {"det", "seg"}
+    assert pooled_miss({"det": [False, True], "seg": [False]}, {"det": 95.0, "seg": 95.0}) == set()  # one run going
+    assert pooled_miss({"det": [True, False], "seg": [True]}, {"det": 95.0, "seg": 95.0}) == set()  # one ended
+    # Long measured there, two late at once are chance
+    assert pooled_miss({"det": [False] * 60 + [True], "seg": [False] * 30 + [True]},
+                       {"det": 95.0, "seg": 95.0}) == set()
+
+
+def test_a_point_explored_is_left_on_one_late_sample_in_each_of_two_streams(tmp_path):
+    # ms_nx_two_p30: a step down made the classifier and the detector late at once; with
+    # one late sample each the point is judged to miss, both escaping (it waited for the
+    # classifier's second: one more late inference per stream). A point measured to meet is
+    # judged stream by stream as before. Fails without pooled_miss: no verdict.
+    from .test_multistream import make as make_streams
+    gov, platform, clock = make_streams(tmp_path)
+    now_s = clock.now_s()
+    point = platform.current
+    active = list(gov.streams.values())
+    for s in active:
+        s.latencies.clear()
+        target_s = s.config.target_latency_s
+        for over in ([False, True] if s.name == "det" else [True]):
+            s.latencies.append((now_s, target_s * (1.1 if over else 0.8)))
+
+    def judge():
+        none = {s.name: None for s in active}
+        return gov.learned.judge(gov.config, point, now_s, active, none, none, 0.5, set(), lambda *a: None)
+    assert point.name not in gov.findings.met
+    assert set(judge()) == {"det", "seg"} and point.name in gov.findings.missed
+    gov.findings.missed.clear()
+    gov.findings.met.add(point.name)
+    assert judge() == {}
