@@ -153,13 +153,16 @@ class Learned:
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
-              surprised: Callable[[list[Stream], bool, float], None]) -> dict[str, float]:
+              surprised: Callable[[list[Stream], bool, float], None],
+              counted_from_s: float = -math.inf) -> dict[str, float]:
         """The verdicts on ``point`` (the current one) from the samples judged there; returns,
         per stream that misses with evidence, its measured percentile over its limit.
-        ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate."""
+        ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate.
+        ``counted_from_s``: late inferences count from then on (before, a change's grace: waiting
+        for more samples costs nothing counted, and the streams' misses are not pooled)."""
         # An escape shows no sooner than its quickest domain settles: a burst whose backlog drains sooner is waited out.
         escape_s = min(self.settle.domain_s(d) for d in DOMAINS if d != "preset")
-        pooled = set() if point.name in self.findings.met else \
+        pooled = set() if point.name in self.findings.met or now_s < counted_from_s else \
             pooled_miss({s.name: s.over() for s in active}, {s.name: s.config.percentile for s in active})
         violations = {s.name: v for s in active if (v := s.violation(
             s.limit_s(config.margin), config.min_window_samples, escape_s, s.name in pooled)) is not None}

@@ -192,6 +192,8 @@ def test_runs_going_in_two_streams_at_once_are_pooled_evidence():
     assert pooled_miss(both, {"det": 95.0, "seg": 95.0}) == {"det", "seg"}
     assert pooled_miss({"det": [False, True], "seg": [False]}, {"det": 95.0, "seg": 95.0}) == set()  # one run going
     assert pooled_miss({"det": [True, False], "seg": [True]}, {"det": 95.0, "seg": 95.0}) == set()  # one ended
+    # First samples alone (their waits unknown) leave nothing to learn how slow the point is
+    assert pooled_miss({"det": [True], "seg": [True]}, {"det": 95.0, "seg": 95.0}) == set()
     # Long measured there, two late at once are chance
     assert pooled_miss({"det": [False] * 60 + [True], "seg": [False] * 30 + [True]},
                        {"det": 95.0, "seg": 95.0}) == set()
@@ -200,8 +202,9 @@ def test_runs_going_in_two_streams_at_once_are_pooled_evidence():
 def test_a_point_explored_is_left_on_one_late_sample_in_each_of_two_streams(tmp_path):
     # ms_nx_two_p30: a step down made the classifier and the detector late at once; with
     # one late sample each the point is judged to miss, both escaping (it waited for the
-    # classifier's second: one more late inference per stream). A point measured to meet is
-    # judged stream by stream as before. Fails without pooled_miss: no verdict.
+    # classifier's second: one more late inference per stream). A point measured to meet, or
+    # one in a change's grace, is judged stream by stream as before. Fails without pooled_miss:
+    # no verdict.
     from .test_multistream import make as make_streams
     gov, platform, clock = make_streams(tmp_path)
     now_s = clock.now_s()
@@ -213,10 +216,12 @@ def test_a_point_explored_is_left_on_one_late_sample_in_each_of_two_streams(tmp_
         for over in ([False, True] if s.name == "det" else [True]):
             s.latencies.append((now_s, target_s * (1.1 if over else 0.8)))
 
-    def judge():
+    def judge(counted_from_s=now_s):
         none = {s.name: None for s in active}
-        return gov.learned.judge(gov.config, point, now_s, active, none, none, 0.5, set(), lambda *a: None)
+        return gov.learned.judge(gov.config, point, now_s, active, none, none, 0.5, set(), lambda *a: None,
+                                 counted_from_s)
     assert point.name not in gov.findings.met
+    assert judge(counted_from_s=now_s + 1.0) == {}  # in a change's grace waiting costs nothing counted
     assert set(judge()) == {"det", "seg"} and point.name in gov.findings.missed
     gov.findings.missed.clear()
     gov.findings.met.add(point.name)
