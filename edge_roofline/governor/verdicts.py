@@ -16,8 +16,8 @@ short, so whether it was a burst is never seen there: that verdict ages from the
 instead and is not read as a change of the work (learned.py); a point ruled out by a burst is
 tried again within its phase. The point with nowhere faster to go is
 never ruled out (``Misses.rule_out`` is not called for it: core.py). Where several streams'
-runs of misses are going at once at a point not measured to meet, each sample waited for costs
-a late one in each of them: their evidence is pooled (``pooled_miss``).
+runs of misses are going at once at a point not measured to meet, outside a change's grace,
+each sample waited for costs a late one in each of them: their evidence is pooled (``pooled_miss``).
 
 Finding a miss costs late inferences: those inside the move's transient, the ones that show it
 and those inside the transient of the move back. A stream's target promises at most TAIL_SHARE
