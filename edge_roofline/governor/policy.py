@@ -172,6 +172,14 @@ def no_nearer_above(predictions: list[JointPrediction], near: frozenset[str],
             for up in step_above(name) if (p := by_name.get(up)) is not None and p.closeness >= base.closeness}
 
 
+def caps_order(point: OperatingPoint) -> tuple[float, ...]:
+    """A point's caps (cores, CPU, GPU, EMC; none: the top), to break a tie in predicted power (a
+    model with no term for an axis predicts the same for every step of it): in this order a point
+    below another in every cap comes first, and it draws no more."""
+    caps = (point.cpu_online_cores, point.cpu_max_freq_hz, point.gpu_max_freq_hz, point.emc_max_freq_hz)
+    return tuple(math.inf if c is None else float(c) for c in caps)
+
+
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
            hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
            provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
@@ -207,7 +215,7 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     feasible = [p for p in pool if p.meets() or p.point.name in met]
     if not feasible:
         return Choice(fastest, "no point is predicted to meet the target: fastest point")
-    best = min(feasible, key=lambda p: p.power_w)
+    best = min(feasible, key=lambda p: (p.power_w, caps_order(p.point)))
     if explore:
         # A point measured to meet every target but not the margin: a point one step above it
         # on a single axis meets the targets too (it is at least as fast) and likely the

@@ -164,12 +164,23 @@ def burst_going(over: Sequence[bool], percentile: float, full_window: int, backl
     return cut_burst(over, percentile, full_window, backlog) and not beyond_chance(over, percentile)
 
 
-def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0) -> float:
+def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0, busy_share: float = 1.0) -> float:
     """The late inferences of a stream at ``rate_hz`` when a move to a point that misses is made
     and undone: those starting inside both transients (``settle_s`` each: the clocks run at the
-    slower point until the move back settles), each move's ``stall_late`` (moves.Stalls), the one
-    in flight and the MIN_EVENTS that show it."""
-    return 1 + MIN_EVENTS + 2 * (rate_hz * settle_s + stall_late)
+    slower point until the move back settles), each move's ``stall_late`` (moves.Stalls), the
+    MIN_EVENTS that show it and the one in flight at the escape: there is one only for the
+    stream's ``busy_share`` of the time (rate x latency; 1: saturated). A 1 ms inference every
+    33 ms is seldom in flight (thor_tight@seed4: two probes cost 3 and 2 late, priced 5.4 and 4.2)."""
+    return busy_share + MIN_EVENTS + 2 * (rate_hz * settle_s + stall_late)
+
+
+def busy_share(mine, rate_hz: float) -> float:
+    """The share of the time a stream at ``rate_hz`` has an inference in flight at a point that
+    misses (``mine``: its policy.StreamPrediction there, None: unknown, saturated): its
+    pessimistic latency there, at least its target (a late one runs longer), per period."""
+    if mine is None:
+        return 1.0
+    return min(1.0, rate_hz * max(mine.latency_s + mine.latency_std_s, mine.target_s))
 
 
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
@@ -200,7 +211,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
             return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
         stall_late = s.stalls.late_per_move(domains)
-        cost = miss_cost(rate_hz, settle_s, stall_late)
+        busy = busy_share(mine, rate_hz)
+        cost = miss_cost(rate_hz, settle_s, stall_late, busy)
         # The miss's late ones come one period apart from now: those before counted_from_s are free.
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
         if counted <= 0:
@@ -210,7 +222,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
         # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
-        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late)
+        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late, busy)
         window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
         budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:

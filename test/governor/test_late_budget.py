@@ -63,6 +63,32 @@ def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
     assert stream(250.0, 0).late_budget(1.0, 30.0) > rich.late_budget(1.0, 30.0)
 
 
+class Slow:
+    """A stream's prediction at a point where it may miss: its mean latency, uncertainty and target."""
+
+    def __init__(self, latency_s: float, target_s: float) -> None:
+        self.latency_s, self.latency_std_s, self.target_s = latency_s, 0.1 * latency_s, target_s
+
+    def meets(self) -> bool:
+        return False
+
+
+def test_the_inference_in_flight_at_an_escape_is_paid_for_the_share_of_time_one_is():
+    from edge_roofline.governor.verdicts import busy_share, miss_cost, unaffordable_miss
+    # A 1 ms inference every 33 ms (thor_tight@seed4) is seldom in flight when the miss is escaped:
+    # 3 + 4.8 late priced with one always in flight, more than a budget of 7 (two probes there cost 3 and 2).
+    point = Prediction(False)
+    point.stream = lambda name: Slow(1e-3, 0.9e-3)
+    assert busy_share(point.stream("s"), 30.0) == pytest.approx(30.0 * 1.1e-3)
+    assert miss_cost(30.0, 0.08, 0.0, 1.0) > 7.0 > miss_cost(30.0, 0.08, 0.0, busy_share(Slow(1e-3, 0.9e-3), 30.0))
+    assert unaffordable_miss(point, [stream(30.0, 2)], 0.08, set(), 1.0, 30.0) == ""
+    # a stream that queues (its latency a period or more there), or one with no prediction, has one in flight
+    assert busy_share(Slow(0.05, 0.01), 30.0) == 1.0 and busy_share(None, 30.0) == 1.0
+    saturated = Prediction(False)
+    saturated.stream = lambda name: Slow(0.05, 0.01)
+    assert "late budget" in unaffordable_miss(saturated, [stream(30.0, 2)], 0.08, set(), 1.0, 30.0)
+
+
 def risky_choose(monkeypatch):
     """``choose`` that, while it may explore, explores the slowest point that is predicted to miss."""
     real = selection.choose

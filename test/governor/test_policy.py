@@ -97,3 +97,13 @@ def test_no_uncertain_point_is_explored_that_draws_at_least_a_measured_one_it_do
     bounded = replace(above, power_floor_w=floor_w)
     choice = choose([current, bounded], current, **explore)
     assert choice.prediction is current and not choice.exploring
+
+
+def test_a_tie_in_predicted_power_goes_to_the_point_below_the_other_in_every_cap():
+    # A power model with no term for the cores or the CPU clock predicts the same for both; the
+    # one with fewer cores and a lower CPU cap draws no more (fake law: 4 % less), whatever the list order.
+    current = pred("here", 12, 130)
+    many = replace(pred("c12", 14, 110), point=OperatingPoint("c12", 0, cpu_online_cores=12, cpu_max_freq_hz=2.2e9))
+    few = replace(pred("c6", 14, 110), point=OperatingPoint("c6", 0, cpu_online_cores=6, cpu_max_freq_hz=1.7e9))
+    assert choose([current, many, few], current, **CHOICE).prediction is few
+    assert choose([current, few, many], current, **CHOICE).prediction is few
