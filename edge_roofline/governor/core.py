@@ -295,7 +295,7 @@ class Governor(Selection):
             return decide(Transition.SETTLE, state, self.current,
                           f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         if (then := self._then) is not None:  # a mixed move's first step has shown: its second
-            return decide(Transition.SETTLE, state, then, f"settling: then {then.name}",
+            return decide(Transition.SETTLE, state, then, f"settling: second step of a mixed move to {then.name}",
                           applied=not self._apply(then, now_s))
         if state is State.SETTLING:
             state = self._after_settle
