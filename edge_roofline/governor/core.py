@@ -255,7 +255,8 @@ class Governor(Selection):
         active = [s for s in self.streams.values() if s.active]
         cfg = self.config
         windows: dict[str, StreamWindow | None] = {
-            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples) for s in self.streams.values()}
+            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples, cfg.rate_change_rel)
+            for s in self.streams.values()}
         # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
         one_full = any(w is not None for w in windows.values())
         cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(

@@ -77,7 +77,9 @@ class Learned:
         the latest when the window showing it began."""
         measured = [s for s in active if windows[s.name] is not None]
         first_here = any(s.name not in self.calibrated_here for s in measured)
-        if not measured or (not first_here and now_s - self.last_calibration_s < config.calibration_interval_s):
+        # A rate moved: at once (the points are re-ranked at the new rate as soon as it shows).
+        due = first_here or any(s.rate_shifted for s in measured)
+        if not measured or (not due and now_s - self.last_calibration_s < config.calibration_interval_s):
             return
         self.last_calibration_s = now_s
         loads = stream_loads(point, [(s, windows.get(s.name)) for s in active])
@@ -101,11 +103,8 @@ class Learned:
                     config.workload_change_rel * before, 3.0 * expected.latency_std_s):
                 surprised([s], mean > before, float(w.finish_s[0]))
             last_rate = s.ranked_rate_hz
-            # Decode steps come in bursts, one per answer: their window's rate says where it fell
-            # in an answer (8 to 170 Hz on one load), not the load. The engine's request rate is
-            # the prefill stream's, checked there.
-            if last_rate is not None and s.config.phase != "decode" \
-                    and abs(rate_hz / last_rate - 1) > config.rate_change_rel:
+            if s.rate_shifted or rate_moved(s, rate_hz, config.rate_change_rel):
+                s.rate_shifted = False
                 rate_changed(changed_s=float(w.finish_s[0]))  # the energy ranking moves with the rate
                 last_rate = None
             s.calibrated_rate_hz = rate_hz
@@ -202,6 +201,13 @@ class Learned:
             elif all(judged_s[s.name] <= s.config.target_latency_s for s in active):
                 self.findings.near.add(point.name)  # every target met, not every margin
         return violations
+
+
+def rate_moved(s: Stream, rate_hz: float, rel: float) -> bool:
+    """``s``'s measured rate is over ``rel`` from the one the points are ranked at. Decode steps
+    come in bursts, one per answer: their window's rate says where it fell in an answer (8 to
+    170 Hz on one load), not the load. The engine's request rate is the prefill stream's."""
+    return s.ranked_rate_hz is not None and s.config.phase != "decode" and abs(rate_hz / s.ranked_rate_hz - 1) > rel
 
 
 def power_rate_hz(s: Stream, window: StreamWindow, power: PowerWindow, now_s: float) -> float | None:

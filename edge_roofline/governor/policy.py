@@ -88,8 +88,12 @@ class StreamPrediction:
         return self.burst_late_share(self.latency_s) < TAIL_SHARE and self.bursts_fit_budget(self.latency_s)
 
     def within_model_error(self) -> bool:
-        """The point may meet the target if the model is as wrong here as it has been."""
-        return self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
+        """The point may meet the target if the model is as wrong here as it has been, and at the
+        predicted latency the input queue stays bounded (as ``may_meet``): the model's error is
+        no reason to try a point whose queue would grow until the escape (a step down to 1.07 x
+        the input period: 31 late at 60 Hz, nx_rate_changes@8)."""
+        return (self.queue.self_paced or self.latency_s * self.input_rate_hz <= MAX_UTILISATION) \
+            and self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
 
     def may_meet(self) -> bool:
         """The point meets the target if its latency is PROBE_SIGMAS model uncertainties under

@@ -270,6 +270,30 @@ def measure(finish_s: np.ndarray | None, latency_s: np.ndarray, percentile: floa
     return Measured(mean, float(service.var()), jitter, shape)
 
 
+def rate_change_at(arrival_s: np.ndarray, min_samples: int, rel: float) -> float | None:
+    """Where the input rate moved within a window of arrivals: the first arrival at the new rate,
+    once ``min_samples`` arrivals show it; None: no move beyond ``rel`` (a fraction either way)
+    that the gaps' own spread cannot explain. A window spanning a change averages both rates
+    (15 -> 60 Hz creeps up over its whole length) and its gaps look irregular to the queue model:
+    from the split that best fits two rates (two exponential means), only the new one is kept."""
+    t = np.sort(arrival_s)
+    gaps = np.diff(t)
+    n, m = len(gaps), min_samples - 1  # each side: at least min_samples arrivals
+    if m < 1 or n < 2 * m or not (gaps > 0).all():
+        return None
+    cum = np.cumsum(gaps)
+    k = np.arange(m, n)  # gaps before the split; the best one may leave too few after it yet
+    before, after = cum[k - 1] / k, (cum[-1] - cum[k - 1]) / (n - k)
+    i = int(np.argmax(-k * np.log(before) - (n - k) * np.log(after)))
+    split, shift = int(k[i]), abs(math.log(after[i] / before[i]))
+    if n - split < m:  # the new rate not shown by min_samples yet (kept, the window would mix both)
+        return None
+    old = gaps[:split]
+    # Four standard errors of the new mean's log (the best of many splits), from the old gaps' spread.
+    noise = 4.0 * math.sqrt(float(old.var()) / float(old.mean()) ** 2 * (1.0 / split + 1.0 / (n - split)))
+    return float(t[split]) if shift > max(math.log1p(rel), noise) else None
+
+
 def _self_paced(arrival_s: np.ndarray, finish_s: np.ndarray, service_mean_s: float) -> bool:
     """Most inputs arrived the moment the previous inference finished: neither idle before it
     (open-loop arrivals at low load) nor waiting behind it (a queue)."""

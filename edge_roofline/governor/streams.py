@@ -23,7 +23,7 @@ from .model_follow import ModelGate
 from .moves import Stalls
 from .pointwise import PointwisePredictor
 from .predictor import Predictor
-from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure
+from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure, rate_change_at
 from .verdicts import burst_going, cut_burst, misses_target
 
 
@@ -137,6 +137,7 @@ class Stream:
         # The rate the points are ranked at: a change is measured from it, not from the last
         # window (a sliding window held at one point creeps to a new rate in steps each too small).
         self.ranked_rate_hz: float | None = None
+        self.rate_shifted = False  # the window was cut to a new input rate since the points were ranked
 
     @property
     def name(self) -> str:
@@ -185,13 +186,21 @@ class Stream:
         rate_hz = self.rate_hz()
         return max(stream_timeout_s, SILENT_PERIODS / rate_hz if rate_hz > 0 else 0.0)
 
-    def window(self, now_s: float, window_s: float, min_samples: int) -> StreamWindow | None:
+    def window(self, now_s: float, window_s: float, min_samples: int,
+               rate_change_rel: float = math.inf) -> StreamWindow | None:
         """The samples of the last ``window_s``; a stream too slow to give ``min_samples`` in
         that time (a 1 Hz language model) keeps its last ``min_samples``, all taken at the
-        current point (a switch clears them)."""
+        current point (a switch clears them). Once ``min_samples`` show its input rate moved by
+        over ``rate_change_rel``, only those at the new rate (queueing.rate_change_at): the
+        points are ranked at it then, not seconds later as the old ones age out."""
         horizon = now_s - window_s
         while len(self.latencies) > min_samples and self.latencies[0][0] < horizon:
             self.latencies.popleft()
+        if self.config.phase != "decode" and not self.queue.self_paced:  # their rate is the point's
+            changed_s = rate_change_at(np.array([t - v for t, v in self.latencies]), min_samples, rate_change_rel)
+            while changed_s is not None and self.latencies[0][0] - self.latencies[0][1] < changed_s:
+                self.latencies.popleft()
+                self.rate_shifted = True  # the points are ranked again at the new rate (Learned.calibrate)
         return self._kept(min_samples)
 
     def calibration_window(self, min_samples: int, dwell_s: float = math.inf) -> StreamWindow | None:

@@ -476,3 +476,14 @@ def test_a_model_switch_told_after_its_first_late_frames_is_graced_from_their_st
     clock.advance(3.0)
     gov.set_model(analysis(), "zoo:toy")
     assert gov._counted_from_s == pytest.approx(now + 3.0 + 2.0)
+
+
+def test_a_rate_change_is_seen_as_soon_as_a_window_of_the_new_rate_shows_it(tmp_path):
+    # 10 -> 40 Hz at a held point: 0.4 s later the 5 s window averages 12 Hz (under
+    # rate_change_rel), but 16 inferences at 40 Hz show the new rate: the points are ranked at it.
+    gov, platform, clock = make(tmp_path, explore_budget=0, window_s=5.0)
+    drive_settle(gov, platform, clock, 8.0, rate_hz=10.0)
+    before_s = gov._workload_since_s
+    drive_settle(gov, platform, clock, 0.45, rate_hz=40.0)
+    assert gov._workload_since_s > before_s, "the rate change was not seen"
+    assert gov.streams[next(iter(gov.streams))].ranked_rate_hz == pytest.approx(40.0, rel=0.05)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
-from edge_roofline.governor.queueing import TAIL_SHARE, QueueShape, measure
+from edge_roofline.governor.queueing import TAIL_SHARE, QueueShape, measure, rate_change_at
 from edge_roofline.platforms.base import OperatingPoint
 
 SERVICE_S = 4e-3  # mean service time
@@ -153,3 +153,40 @@ def test_a_self_paced_stream_waits_for_nothing_at_a_slower_point():
     periodic = measure(finish, latency, PERCENTILE, rate_hz(0.3))
     assert not periodic.shape.self_paced
     assert math.isinf(stream(periodic, 1.2 / SERVICE_S).percentile_s())
+
+
+def arrivals(rates_hz: list[tuple[float, int]], jitter: float = 0.0, seed: int = 0) -> np.ndarray:
+    """Arrival times: ``count`` periods of each ``(rate, count)`` in turn (exponential gaps
+    where ``jitter`` is None)."""
+    rng = np.random.default_rng(seed)
+    gaps = np.concatenate([(rng.exponential(1.0, n) if jitter is None else np.ones(n)) / hz for hz, n in rates_hz])
+    return np.cumsum(gaps)
+
+
+def test_a_rate_change_is_placed_at_its_first_arrival_once_min_samples_show_it():
+    # 15 -> 60 Hz: the window's average creeps over seconds; the split finds the first 60 Hz
+    # arrival as soon as 12 arrivals are at 60 Hz, and not before.
+    t = arrivals([(15.0, 40), (60.0, 11)])
+    assert rate_change_at(t, 12, 0.3) == pytest.approx(t[39])
+    assert rate_change_at(t[:-1], 12, 0.3) is None  # 11 arrivals at the new rate
+    down = arrivals([(60.0, 60), (30.0, 11)])  # and a fall
+    assert rate_change_at(down, 12, 0.3) == pytest.approx(down[59])
+    assert rate_change_at(arrivals([(60.0, 60), (70.0, 30)]), 12, 0.3) is None  # under rate_change_rel
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_arrivals_at_one_rate_are_no_rate_change(seed):
+    # Exponential gaps: 12 of them average within 30 % of the rate only by luck; the gaps' own
+    # spread is what the split must beat.
+    assert rate_change_at(arrivals([(60.0, 300)], jitter=None, seed=seed), 12, 0.3) is None
+
+
+def test_a_step_down_is_not_tried_where_the_predicted_service_time_overruns_the_period():
+    # 17.8 ms predicted at 60 Hz (period 16.7 ms): the model's 20 % error would reach a point that
+    # meets the target, but at the prediction the queue grows until the escape (31 late).
+    def at(latency_s, self_paced=False):
+        return StreamPrediction("s", latency_s, 0.5e-3, 60.0, 19e-3, 1.05, model_rel_error=0.2,
+                                queue=QueueShape(self_paced=self_paced), target_s=20e-3)
+    assert not at(17.8e-3).within_model_error()
+    assert at(14.8e-3).within_model_error()  # the queue bounded at the prediction: tried
+    assert at(17.8e-3, self_paced=True).within_model_error()  # its rate follows the point: nothing queues
