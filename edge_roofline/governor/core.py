@@ -316,8 +316,11 @@ class Governor(Selection):
             for name in violations:
                 self.streams[name].model_rel_error *= 0.5
             self._descending = False
-        # Measured misses win: a point ruled out, and every point slower in every clock, until its verdict expires.
-        out = self.dominance.dominated_by(self.findings.missed.names()) - self.dominance.unbeatable
+        # Measured misses win: a point ruled out, every point slower in every clock, and every one above it the model
+        # predicts no faster (rules.py), until its verdict expires.
+        missed = self.findings.missed.names()
+        missed |= self.dominance.no_gain_over(missed, by_name)
+        out = self.dominance.dominated_by(missed) - self.dominance.unbeatable
         preds = [q for q in by_name.values() if self.safety.may_apply(q.point.name) and q.point.name not in out] \
             or [current]
         if not self.energy.has_energy:

@@ -13,7 +13,10 @@
 - Measured misses win: a point measured to miss, and every point it dominates (slower in every
   clock), is out of the choice under the same workload and rate until the verdict expires
   (verdicts.py); the fastest point, and any other no candidate dominates, never is (there is
-  nowhere faster to go).
+  nowhere faster to go). So is a point above one measured to miss that the model predicts no
+  faster, for every stream (``Dominance.no_gain_over``): a fit with no term for the cores predicts
+  a point with more cores as slow as one that missed, and as meeting (thor_chat_detector's c14
+  twin of a GPU clock measured 1.2 x over).
 
 These read only the catalogue's clock tables and the candidate list, never the device's physics.
 """
@@ -21,6 +24,7 @@ These read only the catalogue's clock tables and the candidate list, never the d
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 from dataclasses import replace
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -80,6 +84,13 @@ class Dominance:
         return set(names) | {self.points[i].name for i in range(len(self.points))
                              if any(j in idx for j in self.above[i])}
 
+    def no_gain_over(self, names: set[str], preds: Mapping[str, Any]) -> set[str]:
+        """The points above one of ``names`` (measured to miss) that ``preds`` predict no faster than
+        it (``no_faster_than``): the model sees no gain in the clocks or cores they are higher in, so
+        the miss is theirs. (Below, on another axis, its order may be its prior's: an unisolated axis.)"""
+        return {self.points[j].name for n in names if (i := self._index.get(n)) is not None
+                for j in self.above[i] if self.points[j].name in no_faster_than({n}, preds)}
+
     def step_below(self, name: str) -> set[str]:
         """The candidates one step below ``name`` on a single axis (slower there, the same
         elsewhere): slower in one clock only, so they draw less power."""
@@ -132,3 +143,14 @@ class Dominance:
             m = max([mean[i]] + [mean[j] for j in self.above[i]])
             out.append(p if m == mean[i] else replace(p, latency_s=m))
         return out
+
+
+def no_faster_than(names: set[str], preds: Mapping[str, Any]) -> set[str]:
+    """The points of ``preds`` (name -> policy.JointPrediction) predicted, for every stream,
+    no faster than one of ``names`` (measured to miss): by the model's order they miss too."""
+    out = set()
+    for m in (preds[n] for n in names if n in preds):
+        out |= {name for name, q in preds.items() if len(q.streams) == len(m.streams) and all(
+            (o := m.stream(s.name)) is not None and s.latency_s >= o.latency_s for s in q.streams)}
+    return out
+

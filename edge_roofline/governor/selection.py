@@ -12,6 +12,7 @@ from .moves import domains_changed, unpaid
 from .policy import Choice, JointPrediction, choose
 from .states import PROVISIONAL, State
 from .streams import Stream
+from .rules import no_faster_than
 from .verdicts import held_power_w, unaffordable_miss
 
 
@@ -26,16 +27,21 @@ class Selection:
         workload change's late ones (its grace) are the change's: exploring the new work starts at once."""
         explore = self._explore_left > 0 and not (now_s >= self._counted_from_s and any(s.late_now for s in active))
         unpaid_here, cap_w, held_w = set(), math.inf, held_power_w(preds, current, met)
+        # Measured to miss, a verdict expired: where the model still predicts no faster, its "meets" was shown wrong.
+        doubted = no_faster_than(self.findings.missed_once, {q.point.name: q for q in preds}) - {self.current.name}
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             domains = domains_changed(self.device, self.current, choice.prediction.point)
             settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
             safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
             probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
-            if choice.exploring and unaffordable_miss(
+            doubt = choice.prediction.point.name in doubted
+            if (choice.exploring or doubt) and unaffordable_miss(
                     choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
-                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains):
-                explore = False
+                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains,
+                    doubt):
+                explore = explore and not choice.exploring
+                preds = [q for q in preds if not doubt or q.point.name not in doubted] or [current]
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
                                                                  settle_s)):

@@ -186,7 +186,8 @@ def busy_share(mine, rate_hz: float) -> float:
 def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
                       counted_from_s: float = -math.inf, stay_s: float = 0.0,
                       clocks_settle_s: float | None = None, second_best: bool = False,
-                      held_w: float | None = None, domains: frozenset[str] = frozenset()) -> str:
+                      held_w: float | None = None, domains: frozenset[str] = frozenset(),
+                      doubted: bool = False) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
@@ -201,11 +202,12 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     the cheapest point known to meet every target (``held_power_w``; None: none is): a move
     predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
     down one axis draws less whatever the model predicts). ``domains``: those the move changes (each
-    stream's learned stall per move of them is paid twice: out and back)."""
-    if pred.meets() or safe:
+    stream's learned stall per move of them is paid twice: out and back). ``doubted``: the model's "meets" there
+    was shown wrong (a point predicted no faster missed, rules.no_faster_than): the move pays as one that may miss."""
+    if (pred.meets() and not doubted) or safe:
         return ""
     for s in streams:
-        if (mine := pred.stream(s.name)) is not None and mine.meets():
+        if (mine := pred.stream(s.name)) is not None and mine.meets() and not doubted:
             continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
         if second_best and now_s - s.last_late_s < window_s:
             return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"

@@ -487,3 +487,18 @@ def test_a_rate_change_is_seen_as_soon_as_a_window_of_the_new_rate_shows_it(tmp_
     drive_settle(gov, platform, clock, 0.45, rate_hz=40.0)
     assert gov._workload_since_s > before_s, "the rate change was not seen"
     assert gov.streams[next(iter(gov.streams))].ranked_rate_hz == pytest.approx(40.0, rel=0.05)
+
+
+def test_a_point_predicted_no_faster_than_one_that_missed_pays_as_one_that_may_miss():
+    """thor_chat_detector@seed2: once a GPU clock's miss verdict expired, the model, still wrong
+    there, predicted it (and its CPU-clock twin, no faster) to meet: a move back was made as one
+    that cannot miss, and cost the detector 7 late frames with a budget of 2 left. Doubted
+    (rules.no_faster_than of the points measured to miss), the prediction's "meets" pays nothing."""
+    from edge_roofline.governor.verdicts import unaffordable_miss
+    rich, poor = stream(30.0, 0), stream(30.0, 7)  # budgets 9 and 2 over 30 s
+    assert unaffordable_miss(Prediction(True, met_by=("s",)), [poor], 0.04, set(), 1.0, 30.0) == ""
+    why = unaffordable_miss(Prediction(True, met_by=("s",)), [poor], 0.04, set(), 1.0, 30.0, doubted=True)
+    assert "late budget" in why
+    assert unaffordable_miss(Prediction(True, met_by=("s",)), [rich], 0.04, set(), 1.0, 30.0, doubted=True) == ""
+    # measured to meet at a point no faster: the doubt is settled by measurement
+    assert unaffordable_miss(Prediction(True), [poor], 0.04, {"met-point"}, 1.0, 30.0, doubted=True) == ""

@@ -2,12 +2,14 @@
 stay at the truly fastest point when nothing is predicted to meet the target, measured misses
 win over predictions."""
 
+from types import SimpleNamespace
+
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig, PointGridConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.points import candidate_points, effective_clocks
 from edge_roofline.governor.predictor import Predictor, RooflineWorkload
-from edge_roofline.governor.rules import Dominance
+from edge_roofline.governor.rules import Dominance, no_faster_than
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import LayerCost, ModelCost
@@ -111,3 +113,39 @@ def test_a_measured_miss_rules_out_the_point_and_every_slower_one(tmp_path):
                 f"{d.point.name} chosen after {sorted(missed)} measured to miss"
             in_force = d.point.name
     assert missed, "the target should make the point in force miss"
+
+
+def test_a_point_predicted_no_faster_than_a_measured_miss_is_ruled_out_with_it():
+    # thor_chat_detector: a fit with no term for the cores predicts the 14-core twin of a GPU clock
+    # measured 1.2 x over the detector's target exactly as fast as the 7-core point, and both as
+    # meeting; the twin, unmeasured, was chosen and cost 5-11 late frames a seed.
+    def joint(**latency_s):
+        streams = tuple(SimpleNamespace(name=n, latency_s=v) for n, v in latency_s.items())
+        return SimpleNamespace(streams=streams, stream=lambda n: next((s for s in streams if s.name == n), None))
+
+    preds = {"c7-gpu838": joint(detector=0.72e-3, lm=2.0e-3), "c14-gpu838": joint(detector=0.72e-3, lm=2.0e-3),
+             "c7-cpu2167-gpu838": joint(detector=0.73e-3, lm=2.1e-3),  # slower for both: misses too
+             "c14-gpu1153": joint(detector=0.65e-3, lm=2.0e-3),  # faster for the detector: may meet
+             "c7-cpu972-gpu838": joint(detector=0.72e-3, lm=1.9e-3)}  # faster for the language model
+    assert no_faster_than({"c7-gpu838"}, preds) == {"c7-gpu838", "c14-gpu838", "c7-cpu2167-gpu838"}
+    assert no_faster_than({"gone"}, preds) == set()
+
+
+def test_a_point_above_a_measured_miss_the_model_predicts_no_faster_is_ruled_out_with_it():
+    # Above it (every clock and core >=) and predicted no faster: the model sees no gain in what it
+    # has more of (thor_chat_detector: the 14-core twin of a 7-core point 1.2 x over, chosen as
+    # meeting, cost 5-11 late frames a seed). Below it on another axis, the model's order may be
+    # its prior's (an unisolated axis: the EMC probe of the launch-bound law) and holds nothing out.
+    dominance = Dominance(DEVICE, grid())
+    missed = next(p for p in dominance.points if dominance.step_above(p.name) and dominance.step_below(p.name))
+    above, below = sorted(dominance.step_above(missed.name)), sorted(dominance.step_below(missed.name))
+
+    def joint(latency_s):
+        streams = (SimpleNamespace(name="s", latency_s=latency_s),)
+        return SimpleNamespace(streams=streams, stream=lambda n: streams[0] if n == "s" else None)
+
+    preds = {p.name: joint(1e-3) for p in dominance.points}  # no point faster than another
+    preds[above[0]] = joint(0.9e-3)  # ... but one: the model sees a gain there
+    out = dominance.no_gain_over({missed.name}, preds)
+    assert set(above[1:]) <= out and above[0] not in out and not set(below) & out
+    assert out <= {p.name for p in dominance.points if missed.name in dominance.dominated_by({p.name})}
