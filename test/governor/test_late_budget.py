@@ -25,6 +25,7 @@ class Prediction:
 
     def __init__(self, meets: bool, met_by: tuple[str, ...] = (), power_w: float = 10.0) -> None:
         self._meets, self.met_by, self.power_w = meets, met_by, power_w
+        self.latency_s, self.latency_std_s, self.target_s = 0.005, 0.0, 0.010  # a stream's, where it meets
 
     def meets(self) -> bool:
         return self._meets

@@ -174,6 +174,13 @@ def test_a_rate_change_is_placed_at_its_first_arrival_once_min_samples_show_it()
     assert rate_change_at(arrivals([(60.0, 60), (70.0, 30)]), 12, 0.3) is None  # under rate_change_rel
 
 
+def test_a_burst_of_slow_inferences_where_frames_are_dropped_is_no_rate_change():
+    # A camera whose frames are dropped while the node is busy: four inferences 5x slower
+    # stretch four gaps among the last 12 (their mean doubles); the rate did not move.
+    assert rate_change_at(arrivals([(40.0, 40), (8.0, 4), (40.0, 8)]), 12, 0.3) is None
+    assert rate_change_at(arrivals([(40.0, 40), (8.0, 12)]), 12, 0.3) is not None  # sustained: a change
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_random_arrivals_at_one_rate_are_no_rate_change(seed):
     # Exponential gaps: 12 of them average within 30 % of the rate only by luck; the gaps' own
