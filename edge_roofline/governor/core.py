@@ -166,7 +166,6 @@ class Governor(Selection):
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
-        self._then = self._then if mode == "active" else None  # only an active governor makes a move's second step
 
     def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "",
                   stream: str = DEFAULT_STREAM) -> None:
@@ -297,9 +296,8 @@ class Governor(Selection):
             return decide(Transition.SETTLE, state, self.current,
                           f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         if (then := self._then) is not None:  # a mixed move's first step has shown: its second
-            error = self._apply(then, now_s)
-            return decide(Transition.SETTLE, state, self.current, f"settling: second step of a mixed move to "
-                          f"{then.name}" + (f" failed: {error}" if error else ""), applied=not error)
+            return decide(Transition.SETTLE, state, then, f"settling: second step of a mixed move to {then.name}",
+                          applied=not self._apply(then, now_s))
         if state is State.SETTLING:
             state = self._after_settle
         self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,

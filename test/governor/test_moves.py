@@ -128,17 +128,3 @@ def test_the_governor_makes_a_mixed_move_in_two_steps(tmp_path):
     first = len(platform.applied) - 1
     drive_settle(gov, platform, clock, 0.3)
     assert platform.applied[first + 1] == b
-
-
-def test_a_governor_no_longer_active_makes_no_second_step(tmp_path):
-    """Set to advise (or off) between a mixed move's two steps, the governor moves nothing more."""
-    gov, platform, clock = make(tmp_path)
-    drive_settle(gov, platform, clock, 3.0)
-    a, b, via = _mixed_pair(gov.candidates)
-    assert not gov._apply(a, clock.now_s())
-    clock.advance(1.0)
-    assert not gov._apply(b, clock.now_s())
-    first = len(platform.applied)
-    gov.set_mode("advise")
-    drive_settle(gov, platform, clock, 0.3)
-    assert len(platform.applied) == first and platform.current == via
