@@ -22,7 +22,7 @@ from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_all
 from .learned import Learned
-from .moves import Move, domains_changed, raise_first, unpaid
+from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
 from .policy import JointPrediction
 from .pointwise import PointwisePredictor
@@ -70,7 +70,6 @@ class Governor(Selection):
         self._descending = False  # the current point is an exploration one step down (choose)
         self._unvisited = True  # the current point had not been measured under this workload
         self._in_doubt = False  # an apply failed part-way: the files may match no point
-        self._then: OperatingPoint | None = None  # a mixed move's second step (moves.raise_first)
         self._seen_any = False  # some stream has published (the first one to start is no change)
         self.switches = 0
         analyses = model_analysis if isinstance(model_analysis, Mapping) else dict.fromkeys(self.streams,
@@ -295,9 +294,6 @@ class Governor(Selection):
         if now_s < self.move.settled_s():
             return decide(Transition.SETTLE, state, self.current,
                           f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
-        if (then := self._then) is not None:  # a mixed move's first step has shown: its second
-            return decide(Transition.SETTLE, state, then, f"settling: second step of a mixed move to {then.name}",
-                          applied=not self._apply(then, now_s))
         if state is State.SETTLING:
             state = self._after_settle
         self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,
@@ -368,15 +364,13 @@ class Governor(Selection):
 
     def _apply(self, point: OperatingPoint, now_s: float) -> str:
         """Apply ``point``; '' on success, else the error (the point is counted as failing)."""
-        first, self._then = raise_first(self.device, self.current, point, self.candidates), None  # mixed: two steps
         try:
-            self.platform.apply(first or point)
+            self.platform.apply(point)
         except (ApplyError, OperatingPointError) as exc:
             self.safety.note_apply_failure(now_s, point.name, exc)
             # Some writes may have gone through: the fallback applies the safe point again.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
-        self._then, point = (point, first) if first else (None, point)
         domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
         self.move = Move(now_s, domains, self.learned.settle.of(domains))
         self._unvisited = point.name not in self.findings.measured

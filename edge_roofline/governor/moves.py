@@ -51,29 +51,6 @@ def domains_changed(device: DeviceSpec | None, old: OperatingPoint, new: Operati
     return frozenset(changed)
 
 
-_CLOCKS = ("cpu_freq_hz", "cpu_online_cores", "gpu_freq_hz", "emc_freq_hz")
-
-
-def raise_first(device: DeviceSpec | None, old: OperatingPoint, new: OperatingPoint,
-                candidates: list[OperatingPoint]) -> OperatingPoint | None:
-    """The point a mixed move (it raises a clock domain and lowers another) goes through first: the
-    raised domains at their new clocks, the lowered ones still at their old; the governor makes the
-    rest of the move once that has settled. Made at once, a mixed move runs at the slower of old
-    and new in every domain until its slowest one settles: slower than either point (GPU raised,
-    EMC lowered: the low GPU clock with the low EMC clock; agx_batch_change, a late inference per
-    such move). In two steps each transient runs at one of its ends. None: the move is not mixed,
-    changes the preset or power limit, or no candidate has those clocks."""
-    if device is None or (old.nvpmodel_id, old.power_limit_w) != (new.nvpmodel_id, new.power_limit_w):
-        return None
-    a, b = effective_clocks(device, old), effective_clocks(device, new)
-    pairs = [(getattr(a, k), getattr(b, k)) for k in _CLOCKS]
-    if not (any(y > x for x, y in pairs) and any(y < x for x, y in pairs)):
-        return None
-    via = tuple(max(x, y) for x, y in pairs)
-    return next((p for p in candidates if (p.nvpmodel_id, p.power_limit_w) == (new.nvpmodel_id, new.power_limit_w)
-                 and tuple(getattr(effective_clocks(device, p), k) for k in _CLOCKS) == via), None)
-
-
 @dataclass
 class Move:
     """One move: when, which domains, the samples it owns and the first ones after it (to learn

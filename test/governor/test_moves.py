@@ -5,7 +5,7 @@ move for energy must pay for its transient."""
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
-from edge_roofline.governor.moves import SettleTimes, domains_changed, observed_settle_s, raise_first, worth_moving
+from edge_roofline.governor.moves import SettleTimes, domains_changed, observed_settle_s, worth_moving
 from edge_roofline.platforms.base import OperatingPoint
 
 from .fake_law import DEVICE, law_latency_s
@@ -86,45 +86,3 @@ def test_a_move_must_save_more_than_its_transient_costs(tmp_path):
     decisions = drive_settle(gov, platform, clock, 4.0)
     assert not any(d.applied for _, d in decisions)
     assert any("less than" in d.reason for _, d in decisions), [d.reason for _, d in decisions][-3:]
-
-
-def _mixed_pair(candidates):
-    """Two candidates of one preset, the second with a faster GPU and a slower memory clock, and the
-    candidate with the faster clock of each (the first step of that move)."""
-    for a in candidates:
-        for b in candidates:
-            if a.nvpmodel_id == b.nvpmodel_id and a.gpu_max_freq_hz and b.gpu_max_freq_hz and a.emc_max_freq_hz \
-                    and b.emc_max_freq_hz and a.gpu_max_freq_hz < b.gpu_max_freq_hz \
-                    and a.emc_max_freq_hz > b.emc_max_freq_hz and a.cpu_max_freq_hz == b.cpu_max_freq_hz \
-                    and a.cpu_online_cores == b.cpu_online_cores:
-                via = raise_first(DEVICE, a, b, candidates)
-                if via is not None:
-                    return a, b, via
-    raise AssertionError("no mixed move among the candidates")
-
-
-def test_a_mixed_move_goes_through_the_faster_clock_of_each_domain():
-    """Raising the GPU and lowering the EMC at once runs at the low GPU and the low EMC clock until
-    both settle (slower than either end): the raised domain moves first."""
-    points = [OperatingPoint("MAXN", 0).with_caps(name=f"g{g:.0f}-e{e:.0f}", gpu_max_freq_hz=g, emc_max_freq_hz=e)
-              for g in (612e6, 1300e6) for e in (2133e6, 3199e6)]
-    slow_gpu_fast_emc, fast_gpu_slow_emc, both_fast = points[1], points[2], points[3]
-    assert raise_first(DEVICE, slow_gpu_fast_emc, fast_gpu_slow_emc, points) == both_fast
-    assert raise_first(DEVICE, points[0], both_fast, points) is None  # every domain up: one step
-    assert raise_first(DEVICE, both_fast, points[0], points) is None  # every domain down: one step
-    assert raise_first(DEVICE, slow_gpu_fast_emc, fast_gpu_slow_emc, points[:3]) is None  # no such point: one step
-
-
-def test_the_governor_makes_a_mixed_move_in_two_steps(tmp_path):
-    """The first step (raised domains) is applied at once, the second once it has shown: no
-    transient runs slower than both ends."""
-    gov, platform, clock = make(tmp_path)
-    drive_settle(gov, platform, clock, 3.0)
-    a, b, via = _mixed_pair(gov.candidates)
-    assert not gov._apply(a, clock.now_s())
-    clock.advance(1.0)
-    assert not gov._apply(b, clock.now_s())
-    assert platform.applied[-1] == via and gov.current == via
-    first = len(platform.applied) - 1
-    drive_settle(gov, platform, clock, 0.3)
-    assert platform.applied[first + 1] == b
