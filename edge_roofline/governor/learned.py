@@ -214,8 +214,8 @@ class Learned:
                 # Measured on for the whole dwell, the reading over the dwell's samples is the verdict
                 # (ms_thor_two@14: p95 1.15 ms over 88 samples, limit 1.14, 9 over; left unjudged, the
                 # point was never chosen again and the governor settled dearer, 1.116 x oracle).
-                near, self.margin_unsure = near or (self.margin_unsure and held_s >= config.dwell_s), \
-                    self.margin_unsure and held_s < config.dwell_s
+                if self.margin_unsure and held_s >= config.dwell_s:
+                    near, self.margin_unsure = True, False
                 if near:
                     self.findings.near.add(point.name)
                 elif not self.margin_unsure:
