@@ -304,7 +304,7 @@ class Governor(Selection):
                                        counted_from_s=self._counted_from_s)
         violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
                                         current.gpu_utilisation, self.dominance.unbeatable, self._surprised,
-                                        self._counted_from_s)
+                                        self._counted_from_s, now_s - self.move.time_s)
         if violations and self._descending:
             # The model said this step down would miss and it did: the next steps reach less far.
             for name in violations:

@@ -13,7 +13,7 @@ from edge_roofline.platforms.base import OperatingPoint
 TARGET_MS = 1.57  # agx_l2_bound's: limit 1.49 ms at the default margin
 
 
-def judged(latency_ms: np.ndarray, period_s: float = 1 / 60, over_limit: bool = True) -> Learned:
+def judged(latency_ms: np.ndarray, period_s: float = 1 / 60, over_limit: bool = True, held_s: float = 0.0) -> Learned:
     cfg, point = GovernorConfig(), OperatingPoint("explored")
     learned = Learned(cfg, None, 0.0)
     s = Stream(StreamConfig(name="frames", target_latency_ms=TARGET_MS))
@@ -24,7 +24,7 @@ def judged(latency_ms: np.ndarray, period_s: float = 1 / 60, over_limit: bool = 
     assert window is not None and len(window.latencies_s) == len(latency_ms)
     assert bool(np.percentile(window.latencies_s, 95) > s.limit_s(cfg.margin)) is over_limit
     assert not learned.judge(cfg, point, now_s, [s], {"frames": window}, {"frames": window}, 0.5, set(),
-                             lambda *_: None)
+                             lambda *_: None, held_s=held_s)
     learned.calibrated_here.add(s.name)  # every stream measured here: an exploration would leave
     return learned
 
@@ -44,6 +44,16 @@ def test_a_percentile_over_the_limit_from_a_few_samples_is_no_verdict_the_point_
     assert learned.findings.near == {"explored"} and not learned.findings.met and learned.measured_here([], 1.0, 5.0)
     learned = judged(under, over_limit=False)
     assert learned.findings.met == {"explored"} and learned.measured_here([], 1.0, 5.0)
+
+
+def test_a_reading_over_the_limit_measured_on_for_the_whole_dwell_is_ruled_near_on_its_samples():
+    """No evidence can come once the dwell is over (ms_thor_two@14: p95 1.15 ms over 88 samples,
+    limit 1.14, 9 over; left unjudged, the point was never chosen again, 1.116 x oracle): the
+    reading is the verdict, near, and the point is measured. Fails without the dwell's end."""
+    two = np.full(13, 1.40)
+    two[[4, 9]] = 1.52
+    learned = judged(two, held_s=GovernorConfig().dwell_s)
+    assert learned.findings.near == {"explored"} and not learned.findings.met and learned.measured_here([], 1.0, 5.0)
 
 
 def test_margin_missed_counts_samples_over_the_limit_against_chance():
