@@ -11,8 +11,8 @@ import math
 from .moves import domains_changed, unpaid
 from .policy import Choice, JointPrediction, choose
 from .states import PROVISIONAL, State
-from .streams import Stream
 from .rules import no_faster_than
+from .streams import Stream
 from .verdicts import held_power_w, unaffordable_miss
 
 
