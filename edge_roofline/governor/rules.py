@@ -88,8 +88,11 @@ class Dominance:
         """The points above one of ``names`` (measured to miss) that ``preds`` predict no faster than
         it (``no_faster_than``): the model sees no gain in the clocks or cores they are higher in, so
         the miss is theirs. (Below, on another axis, its order may be its prior's: an unisolated axis.)"""
-        return {self.points[j].name for n in names if (i := self._index.get(n)) is not None
-                for j in self.above[i] if self.points[j].name in no_faster_than({n}, preds)}
+        out: set[str] = set()
+        for n in names:
+            if (i := self._index.get(n)) is not None:
+                out |= {self.points[j].name for j in self.above[i]} & no_faster_than({n}, preds)
+        return out
 
     def step_below(self, name: str) -> set[str]:
         """The candidates one step below ``name`` on a single axis (slower there, the same
