@@ -31,7 +31,12 @@ def _import(module: str, name: str):
     return load_implementation(module, name, PlatformUnavailableError)
 
 
-def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nvpmodel") -> Platform:
+# How long a node waits for a live virtual Jetson started beside it to render its tree.
+LIVE_BOARD_WAIT_S = 60.0
+
+
+def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nvpmodel",
+                    live_board_wait_s: float = LIVE_BOARD_WAIT_S) -> Platform:
     kind, _, arg = spec.partition(":")
     if kind == "jetson":
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
@@ -50,6 +55,12 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
                 f"virtual:{arg} needs the root of a live virtual Jetson: start one with "
                 f"`edge-roofline virtual-jetson --device {arg} --root DIR` and set sysfs_root to DIR "
                 f"(`edge-roofline up` does both)")
+        from edge_roofline.virtual.live import wait_for_live_board
+        if not wait_for_live_board(sysfs_root, live_board_wait_s):
+            raise PlatformInitError(
+                f"no live virtual Jetson at {sysfs_root} after waiting {live_board_wait_s:.0f} s: start one with "
+                f"`edge-roofline virtual-jetson --device {arg} --root {sysfs_root}` (`edge-roofline up` and the "
+                f"launch file start it for you)")
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
         inner = jetson(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
         return SimulationLabelled(inner, arg, sysfs_root, _live_board_client)

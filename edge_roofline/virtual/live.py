@@ -79,6 +79,19 @@ class _ClientCounters:
     host_s: float = 0.0
 
 
+def wait_for_live_board(root: str | Path, timeout_s: float, poll_s: float = 0.05) -> bool:
+    """Whether a live virtual Jetson's tree at ``root`` is complete, waiting up to ``timeout_s``.
+    Nodes of one launch start together, and on a loaded machine the board's process may render
+    its tree seconds after a node looks for it."""
+    marker = Path(root) / RUN_DIR / "physics.json"
+    deadline = time.monotonic() + timeout_s
+    while not marker.exists():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
 class LiveVirtualJetson:
     """``start()`` renders the tree and steps the board every ``tick_s`` in a thread until
     ``stop()``; ``step()`` is one step, for tests that drive it themselves."""
@@ -110,12 +123,13 @@ class LiveVirtualJetson:
         self._rail_files = rail_value_files(self.device)
         self.root.mkdir(parents=True, exist_ok=True)
         render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
+        set_background_load(self.root)
+        self._write_silicon()
+        # Written last: its presence tells other processes the tree is complete (live_board_ready).
         _write_json(self.root / RUN_DIR / "physics.json",
                     {"device": self.device.key, "seed": seed, "perturbation": perturbation,
                      "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
                      "label": "SIMULATION"})
-        set_background_load(self.root)
-        self._write_silicon()
 
     # ---- one step ------------------------------------------------------------------------
     def _follow_controls(self) -> None:

@@ -2,11 +2,12 @@
 emulation, the board follows, and work reported by a client process shows up on the rails."""
 
 import json
+import threading
 from dataclasses import replace
 
 import pytest
 
-from edge_roofline.platforms.base import OperatingPoint, RebootRequiredError
+from edge_roofline.platforms.base import OperatingPoint, PlatformInitError, RebootRequiredError
 from edge_roofline.platforms import create_platform
 from edge_roofline.virtual.live import RUN_DIR, LiveBoardClient, LiveVirtualJetson, set_background_load
 
@@ -47,6 +48,27 @@ def test_real_backend_caps_and_nvpmodel_reach_the_board(live):
         platform.close()
     steps(live, 0.4, 1.0)
     assert live.board.state.nvpmodel_mode_id == 0 and live.board.silicon_clocks().gpu_freq_hz == 1300.5e6
+
+
+def test_a_node_started_before_the_board_waits_for_its_tree(tmp_path):
+    """One launch starts the board and its nodes together; a node that looks first must not
+    degrade for good (CI: a power monitor without power for a whole run)."""
+    root = tmp_path / "board"
+    later = threading.Timer(0.5, LiveVirtualJetson, (root, "agx_orin_64gb"))
+    later.start()
+    try:
+        platform = create_platform("virtual:agx_orin_64gb", sysfs_root=str(root), live_board_wait_s=30.0)
+    finally:
+        later.join()
+    try:
+        assert platform.identity().simulated and platform.sample_power().total_power_w > 0
+    finally:
+        platform.close()
+
+
+def test_no_board_at_all_is_one_line_naming_the_fix(tmp_path):
+    with pytest.raises(PlatformInitError, match="no live virtual Jetson at .* after waiting 0 s: start one with"):
+        create_platform("virtual:agx_orin_64gb", sysfs_root=str(tmp_path / "nothing"), live_board_wait_s=0.2)
 
 
 def test_client_work_shows_up_on_the_rails_and_leaves_when_it_stops(live, tmp_path):
