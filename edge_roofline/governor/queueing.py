@@ -238,11 +238,11 @@ def service_times_s(finish_s: np.ndarray, latency_s: np.ndarray) -> np.ndarray:
 
 def typical_service_s(service_s: np.ndarray) -> np.ndarray:
     """``service_s`` without its outliers (at least OUTLIER_RATIO x the mean of the others) where
-    the window is too short to show their share (``tail_share_seen``'s rule): there one weighs
-    as if every dozenth inference were one, and BurstMeter prices them at the rate they come. In
-    the mean and spread, one 5x outlier in a first window of 12 made MAXN look 1.5x slower and
-    every point miss (nx_rate_changes@10: 3 s held at MAXN). A two-speed spread (a neighbour's
-    frame every other inference) is no outlier: the mean stays that of both speeds."""
+    the window is too short to show their share (``tail_share_seen``'s rule): there one outlier
+    weighs its share of the window (1 in 12), not the rate it comes at, which BurstMeter prices
+    over every inference. In the mean and spread, one 5x outlier in a first window of 12 made MAXN
+    look 1.5x slower and every point miss (nx_rate_changes@10: 3 s held at MAXN). A two-speed
+    spread (a neighbour's frame every other inference) is no outlier: its mean is both speeds'."""
     kept = np.ones(len(service_s), dtype=bool)
     if len(service_s) * TAIL_SHARE >= _MIN_TAIL_SAMPLES:
         return service_s  # long enough: a heavy tail is the point's, as measured
