@@ -197,3 +197,20 @@ def test_a_step_down_is_not_tried_where_the_predicted_service_time_overruns_the_
     assert not at(17.8e-3).within_model_error()
     assert at(14.8e-3).within_model_error()  # the queue bounded at the prediction: tried
     assert at(17.8e-3, self_paced=True).within_model_error()  # its rate follows the point: nothing queues
+
+
+def test_an_outlier_in_a_short_window_does_not_stretch_the_service_time():
+    # nx_rate_changes@10: the first window at MAXN (12 inferences at 15 Hz) held a 5x outlier and
+    # a 3x one; counted in the mean and spread, every slower point was predicted to miss and the
+    # governor sat at MAXN for its whole dwell. The outliers are BurstMeter's to price.
+    period_s, service_s = 1 / 15, 8.9e-3
+    service = np.full(12, service_s)
+    service[6], service[7] = 5 * service_s, 3 * service_s
+    finish = np.arange(12) * period_s + service
+    measured = measure(finish, service.copy(), PERCENTILE, 15.0)
+    assert measured.service_mean_s == pytest.approx(service_s, rel=0.01)
+    assert measured.jitter_ratio == pytest.approx(1.0, abs=0.01)
+    # A two-speed spread (a neighbour's frame every other inference, 2.2x) is the point's own.
+    two_speed = np.where(np.arange(12) % 2 == 0, service_s, 2.2 * service_s)
+    finish = np.arange(12) * period_s + two_speed
+    assert measure(finish, two_speed.copy(), PERCENTILE, 15.0).service_mean_s == pytest.approx(1.6 * service_s)
