@@ -150,8 +150,8 @@ class Learned:
         """A miss at a point measured to meet was served slower than predicted there (as calibrate
         tells a change of work): not where the service is as predicted and only the waiting grew, a
         queue behind an input rate risen past what the point sustains (calibrate re-ranks the points
-        at it); forgetting the models then made every point unknown (nx_rate_changes@10: 15 -> 60 Hz,
-        14 explorations after it, 1.12 x oracle). Too few samples to tell: slower."""
+        at it); forgetting the models then made every point unknown (nx_rate_changes_p30@19, 15 -> 60 Hz:
+        latency std 12 ms at the cheaper point, never tried, 1.073 x oracle). Too few samples to tell: slower."""
         first_late_s = min((t for t, v in s.latencies if v > s.config.target_latency_s), default=-math.inf)
         served = miss_service(point, active, s, first_late_s)
         expected = s.predictor.predict(point)
