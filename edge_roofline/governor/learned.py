@@ -106,8 +106,8 @@ class Learned:
             # The work changed: a window far from the prediction, beyond the model's own
             # uncertainty, where the model has looked (at a point it had not measured the gap is
             # its error; in a stream's first window under a new mix, the contention model's).
-            elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(mean - before) > max(
-                    config.workload_change_rel * before, 3.0 * expected.latency_std_s):
+            elif s.name in self.calibrated_in_mix and s.predictor.observations >= 3 and abs(
+                    mean - before) > surprise_s(config, expected):
                 surprised([s], mean > before, float(w.finish_s[0]))
             last_rate = s.ranked_rate_hz
             if s.rate_shifted or rate_moved(s, rate_hz, config.rate_change_rel):
@@ -138,24 +138,24 @@ class Learned:
         samples still say how slow the point is. Each stream not calibrated here feeds them to
         its predictor (their mean, the others' contention taken out), or the model, unchanged,
         ranks the next point that slow as promising and the same miss comes again."""
-        loads = stream_loads(point, [(s, None) for s in active])
-        stretches = dict(zip((s.name for s in active), contention(loads)[0]))
-        gpu_s = {load.name: load.gpu_time_s for load in loads}
         for s in missing:
-            w = s.calibration_window(2)
             # once per stay (a point nowhere beats is held, missing, step after step)
-            if s.name in self.calibrated_here or w is None or self._miss_fed.get(s.name) == s.latencies[0][0]:
+            if s.name in self.calibrated_here or self._miss_fed.get(s.name) == s.latencies[0][0] or (
+                    served := miss_service(point, active, s)) is None:
                 continue
             self._miss_fed[s.name] = s.latencies[0][0]
-            # Service times, waiting taken out (a point too slow for its input period queues). The
-            # first one's wait is not known (it may have queued behind the move's own inferences):
-            # it is taken as no longer than the longest of the others'. Their mean, not a median:
-            # a stream another one contends with every other frame runs at two speeds.
-            order = np.argsort(w.finish_s, kind="stable")
-            service = service_times_s(w.finish_s[order], w.latencies_s[order])
-            service[0] = min(service[0], service[1:].max())
-            s.predictor.update(point, uncontended(float(service.mean()), gpu_s[s.name], stretches[s.name]),
-                               samples=len(service), latency_var_s2=float(service.var()))
+            s.predictor.update(point, served[0], samples=served[2], latency_var_s2=served[1])
+
+    def _served_slower(self, config: GovernorConfig, point: OperatingPoint, active: list[Stream], s: Stream) -> bool:
+        """A miss at a point measured to meet was served slower than predicted there (as calibrate
+        tells a change of work): not where the service is as predicted and only the waiting grew, a
+        queue behind an input rate risen past what the point sustains (calibrate re-ranks the points
+        at it); forgetting the models then made every point unknown (nx_rate_changes_p30@19, 15 -> 60 Hz:
+        latency std 12 ms at the cheaper point, never tried, 1.073 x oracle). Too few samples to tell: slower."""
+        first_late_s = min((t for t, v in s.latencies if v > s.config.target_latency_s), default=-math.inf)
+        served = miss_service(point, active, s, first_late_s)
+        expected = s.predictor.predict(point)
+        return served is None or served[0] - expected.latency_s > surprise_s(config, expected)
 
     def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
               cal_windows, gpu_utilisation: float, unbeatable: set[str],
@@ -180,8 +180,9 @@ class Learned:
             burst = all(s.cut_burst(config.min_window_samples) for s in active if s.name in violations)
             if point.name in self.findings.met and not burst:
                 # A point measured to meet every target misses now: the work got heavier.
-                missing = [s for s in active if s.name in violations]
-                surprised(missing, True, min(s.latencies[0][0] for s in missing))
+                missing = [s for s in active if s.name in violations and self._served_slower(config, point, active, s)]
+                if missing:
+                    surprised(missing, True, min(s.latencies[0][0] for s in missing))
             # It rules out every point it dominates; itself too, unless nowhere is faster (the
             # choice never drops an unbeatable point).
             self.findings.missed.rule_out(point.name, now_s, config.window_s if burst else None)
@@ -221,6 +222,32 @@ class Learned:
                 elif not self.margin_unsure:
                     self.findings.met.add(point.name)
         return violations
+
+
+def surprise_s(config: GovernorConfig, expected) -> float:
+    """How far a measured mean service time may be from ``expected`` (a ``Prediction``) before the
+    work is taken to have changed: beyond the model's own uncertainty."""
+    return max(config.workload_change_rel * expected.latency_s, 3.0 * expected.latency_std_s)
+
+
+def miss_service(point: OperatingPoint, active: list[Stream], s: Stream,
+                 since_s: float = -math.inf) -> tuple[float, float, int] | None:
+    """``s``'s samples since the move (finished from ``since_s`` on), waiting taken out (a point
+    too slow for its input period queues), the others' contention too: (mean s, variance s^2,
+    count); None under two. The first one's wait is not known (it may have queued behind the
+    move's own inferences): it is taken as no longer than the longest of the others'. Their mean,
+    not a median: a stream another one contends with every other frame runs at two speeds."""
+    w = s.calibration_window(2)
+    kept = w.finish_s >= since_s if w is not None else None
+    if kept is None or kept.sum() < 2:
+        return None
+    loads = stream_loads(point, [(o, None) for o in active])
+    stretch = dict(zip((o.name for o in active), contention(loads)[0]))[s.name]
+    gpu_s = next(load.gpu_time_s for load in loads if load.name == s.name)
+    order = np.argsort(w.finish_s[kept], kind="stable")
+    service = service_times_s(w.finish_s[kept][order], w.latencies_s[kept][order])
+    service[0] = min(service[0], service[1:].max())
+    return uncontended(float(service.mean()), gpu_s, stretch), float(service.var()), len(service)
 
 
 def rate_moved(s: Stream, rate_hz: float, rel: float) -> bool:

@@ -3,12 +3,17 @@ a late inference is reported to the caller, a miss needs evidence (verdicts.py),
 met and now misses means the work changed, and a first window at a point the model had not
 measured is its error, not new work. The scripted law of test_multistream, simulated time."""
 
+import math
+import random
+
+import numpy as np
 
 from edge_roofline.governor.config import StreamConfig
 from edge_roofline.governor.findings import Findings
 from edge_roofline.governor.streams import Stream
 from edge_roofline.governor.verdicts import Misses
 
+from .fake_law import law_power_w
 from .test_multistream import STREAMS, drive, make
 
 
@@ -84,3 +89,31 @@ def test_a_first_window_far_from_the_model_is_its_error_a_second_one_new_work(tm
     _window_at(gov, clock, back, 1.0)
     _window_at(gov, clock, unmeasured, 1.0 / 1.6 ** 2)  # measured before: now far faster
     assert not measured <= gov.findings.measured  # the work changed: every point measured again
+
+
+def test_a_miss_from_a_risen_input_rate_is_no_change_of_work(tmp_path):
+    # A point measured to meet misses once its input rate rises past what it sustains: its
+    # service times are those measured before, only the queue grew. The models stand (nothing
+    # forgotten, Learned._served_slower); forgetting them left every point unknown after a rate
+    # step (nx_rate_changes_p30@19: 15 -> 60 Hz, the cheaper point never tried, 1.073 x oracle).
+    gov, platform, clock = make(tmp_path)
+    drive(gov, platform, clock, 30.0)
+    assert platform.current.name in gov.findings.met
+    det, seg = (gov.streams[n] for n in ("det", "seg"))
+    service_s, seg_s = (float(np.median([v for _, v in s.latencies])) for s in (det, seg))
+    spread = np.trace(det.predictor.latency.cov), np.trace(gov.energy.model.cov)
+    rng = random.Random(1)
+    arrival_s = finish_s = clock.now_s()
+    decision, end_s = None, clock.now_s() + 5.0
+    while decision is None or "measured percentile" not in decision.reason:
+        assert clock.now_s() < end_s, "the queue never made the point miss"
+        step_s = clock.now_s() + 0.05
+        while arrival_s < step_s:  # 1.5 x what the point sustains: the queue grows
+            finish_s = max(arrival_s, finish_s) + service_s * math.exp(rng.gauss(0, 0.04))
+            gov.observe_inference(finish_s - arrival_s, finish_s, stream="det")
+            arrival_s += service_s / 1.5
+        gov.observe_inference(seg_s, step_s, stream="seg")
+        clock.advance(0.05)
+        gov.observe_power(law_power_w(platform.current, 1.0), clock.now_s(), {"tj-thermal": 50.0})
+        decision = gov.step(clock.now_s())
+    assert np.trace(det.predictor.latency.cov) <= spread[0] and np.trace(gov.energy.model.cov) <= spread[1]
