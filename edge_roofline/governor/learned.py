@@ -20,7 +20,7 @@ from .moves import DOMAINS, SettleTimes
 from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
-from .verdicts import margin_missed, pooled_miss, tail_exceeded
+from .verdicts import margin_missed, over_promise, pooled_miss, tail_exceeded
 
 
 class Learned:
@@ -199,7 +199,9 @@ class Learned:
         # met before loses that verdict on evidence only (verdicts.tail_exceeded): over TAIL_SHARE
         # by chance, it is neither met anew nor dropped.
         tails = [(w.latencies_s, s.config.target_latency_s) for s in active if (w := windows[s.name]) is not None]
-        if any(tail_exceeded(*tail) for tail in tails):
+        # A point inside the margin (near) is held while its late count over the stay keeps the promise.
+        spent = any(over_promise(s.stay_late, s.stay_samples) for s in active)
+        if any(tail_exceeded(*tail) for tail in tails) or (spent and point.name in self.findings.near):
             self.findings.met.discard(point.name)
             self.findings.near.discard(point.name)
         elif all(tail_share_seen(*tail) <= TAIL_SHARE for tail in tails) and None not in judged_s.values() \
@@ -216,10 +218,13 @@ class Learned:
                 # point was never chosen again and the governor settled dearer, 1.116 x oracle).
                 if self.margin_unsure and held_s >= config.dwell_s:
                     near, self.margin_unsure = True, False
-                if near:
-                    self.findings.near.add(point.name)
+                if near:  # one verdict per point, the latest
+                    self.findings.met.discard(point.name)
+                    if not spent:
+                        self.findings.near.add(point.name)
                 elif not self.margin_unsure:
                     self.findings.met.add(point.name)
+                    self.findings.near.discard(point.name)
         return violations
 
 
