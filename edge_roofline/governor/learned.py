@@ -187,6 +187,7 @@ class Learned:
             self.findings.missed.rule_out(point.name, now_s, config.window_s if burst else None)
             self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
+            self.findings.near.discard(point.name)  # held no more when its verdict expires
             self._learn_from_miss(point, active, [s for s in active if s.name in violations])
             return violations
         if point.name in unbeatable:
@@ -199,9 +200,13 @@ class Learned:
         # met before loses that verdict on evidence only (verdicts.tail_exceeded): over TAIL_SHARE
         # by chance, it is neither met anew nor dropped.
         tails = [(w.latencies_s, s.config.target_latency_s) for s in active if (w := windows[s.name]) is not None]
-        # A point inside the margin (near) is held while its late count over the stay keeps the promise.
-        spent = any(over_promise(s.stay_late, s.stay_samples) for s in active)
-        if any(tail_exceeded(*tail) for tail in tails) or (spent and point.name in self.findings.near):
+        # A point inside the margin (near) is held while its late count over its stays keeps the promise.
+        over = any(over_promise(*reversed(self.findings.late_count(point.name, s.name, s.stay, s.stay_samples,
+                                                                   s.stay_late))) for s in active)
+        if over and point.name in self.findings.near:
+            self.findings.near.discard(point.name)
+            self.findings.spent.add(point.name)
+        if any(tail_exceeded(*tail) for tail in tails):
             self.findings.met.discard(point.name)
             self.findings.near.discard(point.name)
         elif all(tail_share_seen(*tail) <= TAIL_SHARE for tail in tails) and None not in judged_s.values() \
@@ -220,7 +225,9 @@ class Learned:
                     near, self.margin_unsure = True, False
                 if near:  # one verdict per point, the latest
                     self.findings.met.discard(point.name)
-                    if not spent:
+                    if over:
+                        self.findings.spent.add(point.name)
+                    elif point.name not in self.findings.spent:
                         self.findings.near.add(point.name)
                 elif not self.margin_unsure:
                     self.findings.met.add(point.name)

@@ -5,6 +5,7 @@ evidence: more samples over the limit than chance allows a point whose percentil
 import numpy as np
 
 from edge_roofline.governor.config import GovernorConfig, StreamConfig
+from edge_roofline.governor.findings import Findings
 from edge_roofline.governor.learned import Learned
 from edge_roofline.governor.streams import Stream
 from edge_roofline.governor.verdicts import margin_missed, over_promise
@@ -67,8 +68,8 @@ def test_margin_missed_counts_samples_over_the_limit_against_chance():
 def test_a_point_inside_the_margin_is_near_only_while_its_late_count_keeps_the_promise():
     """Near points may be held (core.py: findings.meets_targets); the margin is only a proxy for
     the promise, at most TAIL_SHARE late (ms_thor_two: p95 1.186 ms, target 1.2, 2.6 % late, held
-    24 s: 2.62 % late over the run). 3 late of 200 (1.5 %) over the stay: neither met nor near;
-    1 late of 200: near. Fails without verdicts.over_promise in Learned.judge."""
+    24 s: 2.62 % late over the run). 3 late of 200 (1.5 %): neither met nor near; 1 late of 200:
+    near. Fails without verdicts.over_promise in Learned.judge."""
     inside = np.full(200, 1.40)
     inside[::6] = 1.52  # 34 of 200 over the limit, under the target: near on evidence
     one_late, three_late = inside.copy(), inside.copy()
@@ -95,3 +96,16 @@ def test_a_later_near_verdict_replaces_an_earlier_met_one():
         if i == 12:
             assert learned.findings.met == {"explored"}
     assert learned.findings.near == {"explored"} and not learned.findings.met
+
+
+def test_the_late_count_of_a_point_adds_up_its_stays_and_its_verdict_outlives_a_change_of_work():
+    """Short stays at a point, one late in each (ms_agx_join_leave: 1 of 13, 1 of 10, 1 of 6,
+    each within the promise, 1.19 % of the segmenter late): the count is over every stay there.
+    A change of the work keeps the verdict (it reset to near and the point was held again).
+    Fails when the count is per stay or unchanged_by drops ``spent``."""
+    findings = Findings(10.0)
+    assert findings.late_count("p", "frames", 1, 13, 1) == (13, 1)
+    assert findings.late_count("p", "frames", 1, 14, 1) == (14, 1)  # the same stay, one sample on
+    assert findings.late_count("p", "frames", 2, 10, 1) == (24, 2) and over_promise(2, 24)
+    findings.spent.add("p")
+    assert all("p" in findings.unchanged_by(slower).spent for slower in (False, True))
