@@ -23,8 +23,8 @@ class Findings:
     missed_once: set[str] = field(default_factory=set)
     # inside the margin, more late than the promise allows (verdicts.over_promise): near no more
     spent: set[str] = field(default_factory=set)
-    # (point, stream): {stay: (samples judged, late)}, each stay at the point under it
-    stays: dict[tuple[str, str], dict[int, tuple[int, int]]] = field(default_factory=dict)
+    # (point, stream): samples judged and late over the stays before the last, the last's number, its samples, late
+    stays: dict[tuple[str, str], tuple[int, int, int, int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.missed is None:
@@ -68,14 +68,16 @@ class Findings:
 
     def copy(self) -> "Findings":
         return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near),
-                        set(self.missed_once), set(self.spent), {k: dict(v) for k, v in self.stays.items()})
+                        set(self.missed_once), set(self.spent), dict(self.stays))
 
     def late_count(self, point: str, stream: str, stay: int, samples: int, late: int) -> tuple[int, int]:
         """The samples of ``stream`` judged at ``point`` over every stay there, and those late:
         ``samples`` and ``late`` so far in the current one (``stay``: its number) and all before."""
-        counts = self.stays.setdefault((point, stream), {})
-        counts[stay] = (samples, late)
-        return sum(n for n, _ in counts.values()), sum(k for _, k in counts.values())
+        before_n, before_late, last, last_n, last_late = self.stays.get((point, stream), (0, 0, stay, 0, 0))
+        if last != stay:
+            before_n, before_late = before_n + last_n, before_late + last_late
+        self.stays[(point, stream)] = (before_n, before_late, stay, samples, late)
+        return before_n + samples, before_late + late
 
 
 class MixMemory:
