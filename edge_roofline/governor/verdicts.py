@@ -143,13 +143,6 @@ def margin_missed(latency_s: np.ndarray, limit_s: float, percentile: float) -> b
     return binomial_tail(over, len(latency_s), 1.0 - percentile / 100.0) < ALPHA
 
 
-def over_promise(late: int, samples: int) -> bool:
-    """``late`` of ``samples`` (a point's stays inside the margin) are more than the stream's
-    promise allows: at least MIN_EVENTS and over TAIL_SHARE of them. The margin is a proxy for
-    the promise; inside it the count rules (ms_thor_two: p95 1.186 ms, target 1.2, 2.6 % late)."""
-    return late >= MIN_EVENTS and late > TAIL_SHARE * samples
-
-
 def beyond_chance(over: Sequence[bool], percentile: float) -> bool:
     """More misses in ``over`` (a run still going counting every sample) than chance allows a
     point that meets its ``percentile`` (binomial test, ALPHA): a level, not a burst. Judged at
