@@ -125,7 +125,7 @@ class LiveVirtualJetson:
         render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
         set_background_load(self.root)
         self._write_silicon()
-        # Written last: its presence tells other processes the tree is complete (live_board_ready).
+        # Written last: its presence tells other processes the tree is complete (wait_for_live_board).
         _write_json(self.root / RUN_DIR / "physics.json",
                     {"device": self.device.key, "seed": seed, "perturbation": perturbation,
                      "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
