@@ -243,9 +243,9 @@ def typical_service_s(service_s: np.ndarray) -> np.ndarray:
     over every inference. In the mean and spread, one 5x outlier in a first window of 12 made MAXN
     look 1.5x slower and every point miss (nx_rate_changes@10: 3 s held at MAXN). A two-speed
     spread (a neighbour's frame every other inference) is no outlier: its mean is both speeds'."""
-    kept = np.ones(len(service_s), dtype=bool)
     if len(service_s) * TAIL_SHARE >= _MIN_TAIL_SAMPLES:
         return service_s  # long enough: a heavy tail is the point's, as measured
+    kept = np.ones(len(service_s), dtype=bool)
     while True:  # the mean of those kept falls with each outlier dropped: a fixed point
         now = service_s < OUTLIER_RATIO * float(service_s[kept].mean())
         if np.count_nonzero(now) < _MIN_SAMPLES or (now == kept).all():

@@ -24,8 +24,8 @@ These read only the catalogue's clock tables and the candidate list, never the d
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
 from dataclasses import replace
+from typing import Any, Mapping
 
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
