@@ -325,7 +325,8 @@ class Governor(Selection):
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
+        met = frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and (q.point.name in self.findings.met or (
+            q is current and q.point.name in self.findings.near and now_s - self.move.time_s >= cfg.dwell_s)))
         horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
         choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point

@@ -143,6 +143,13 @@ def margin_missed(latency_s: np.ndarray, limit_s: float, percentile: float) -> b
     return binomial_tail(over, len(latency_s), 1.0 - percentile / 100.0) < ALPHA
 
 
+def over_promise(late: int, samples: int) -> bool:
+    """``late`` of ``samples`` (a point's stays inside the margin) are more than the stream's
+    promise allows: at least MIN_EVENTS and over TAIL_SHARE of them. The margin is a proxy for
+    the promise; inside it the count rules (ms_thor_two: p95 1.186 ms, target 1.2, 2.6 % late)."""
+    return late >= MIN_EVENTS and late > TAIL_SHARE * samples
+
+
 def beyond_chance(over: Sequence[bool], percentile: float) -> bool:
     """More misses in ``over`` (a run still going counting every sample) than chance allows a
     point that meets its ``percentile`` (binomial test, ALPHA): a level, not a burst. Judged at
@@ -248,6 +255,18 @@ def held_power_w(preds, current, met: frozenset[str]) -> float | None:
     known to meet every target (in ``met``, or ``current`` predicted to meet); None: none is."""
     held = [q.power_w for q in (*preds, current) if q.point.name in met or (q is current and q.meets())]
     return min(held, default=None)
+
+
+def near_worth_holding(preds, met: frozenset[str], near: set[str], hysteresis: float) -> frozenset[str]:
+    """The points of ``preds`` (policy.JointPrediction) measured to meet every target inside the
+    margin (``near``) worth a bet on their tail: those predicted to draw more than ``hysteresis``
+    less than the cheapest point meeting the margin (measured, ``met``, or predicted). A window's
+    few samples cannot show the tail the promise is about (ms_agx_model_switch@15: a near point
+    6.5 % late, 2.4 % cheaper than a met one); a saving worth a move is worth that risk
+    (ms_thor_two@12: 11 %, 0.24 % late)."""
+    margin_w = min((q.power_w for q in preds if q.point.name in met or q.meets()), default=math.inf)
+    return frozenset(q.point.name for q in preds if q.point.name in near and q.bursts_fit()
+                     and q.power_w < (1.0 - hysteresis) * margin_w)
 
 
 class Misses:
