@@ -13,7 +13,7 @@ from .policy import Choice, JointPrediction, choose
 from .states import PROVISIONAL, State
 from .rules import no_faster_than
 from .streams import Stream
-from .verdicts import held_power_w, near_worth_holding, unaffordable_miss
+from .verdicts import held_power_w, near_bets, unaffordable_miss
 
 
 class Selection:
@@ -47,8 +47,8 @@ class Selection:
                                                                  settle_s)):
                 unpaid_here.add(choice.prediction.point.name)
                 cap_w = min(cap_w, choice.prediction.power_w)
-            elif choice.exploring or violations or not (bets := near_worth_holding(
-                    preds, met, self.findings.near - self.findings.late_seen(), self.config.hysteresis) - met):
+            elif choice.exploring or violations or not (bets := near_bets(preds, met, self.findings,
+                                                                         self.config.hysteresis)):
                 return choice, settle_s
             else:  # exploring done: a point inside the margin is a bet where it saves more than a move's worth
                 bet = self._choose(preds, current, violations, state, False, met | bets, frozenset(unpaid_here))
