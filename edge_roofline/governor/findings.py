@@ -81,7 +81,7 @@ class Findings:
 
     def late_seen(self) -> set[str]:
         """The points where a stream was late in any stay."""
-        return {point for (point, _), (_, before_late, _, _, last_late) in self.stays.items() if before_late + last_late}
+        return {point for (point, _), (_, before, _, _, last) in self.stays.items() if before + last}
 
 
 class MixMemory:
