@@ -33,6 +33,7 @@ from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_powe
 from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .selection import Selection
 from .streams import PowerWindow, Stream, StreamWindow, clear_windows, returned, silent, uncount_since, uncount_told
+from .verdicts import measured_to_meet
 
 
 class Governor(Selection):
@@ -325,7 +326,7 @@ class Governor(Selection):
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        met = frozenset(q.point.name for q in (*preds, current) if q.point.name in self.findings.met and q.bursts_fit())
+        met = measured_to_meet(preds, current, self.findings, now_s - self.move.time_s >= cfg.dwell_s)
         horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
         choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point

@@ -21,6 +21,10 @@ class Findings:
     # missed under it, verdict expired or not: not explored again (an expired verdict lets the
     # point back only where the model predicts it meets, as any point)
     missed_once: set[str] = field(default_factory=set)
+    # inside the margin, more late than the promise allows (verdicts.over_promise): near no more
+    spent: set[str] = field(default_factory=set)
+    # (point, stream): samples judged and late over the stays before the last, the last's number, its samples, late
+    stays: dict[tuple[str, str], tuple[int, int, int, int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.missed is None:
@@ -37,13 +41,16 @@ class Findings:
         self.missed_once.clear()
         self.met.clear()
         self.near.clear()
+        self.spent.clear()
+        self.stays.clear()
 
     def unchanged_by(self, slower: bool) -> "Findings":
         """The verdicts a change of the work cannot overturn: a point that missed misses slower
         work too; one that met (inside the margin or not) meets faster work."""
         if slower:
-            return Findings(self.verdict_ttl_s, missed=self.missed.copy(), missed_once=set(self.missed_once))
-        return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near))
+            return Findings(self.verdict_ttl_s, missed=self.missed.copy(), missed_once=set(self.missed_once),
+                            spent=set(self.spent))
+        return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near), spent=set(self.spent))
 
     def kept_for_targets(self, before, after) -> "Findings | None":
         """The verdicts a change of targets from ``before`` to ``after`` (StreamConfigs, in the
@@ -61,7 +68,20 @@ class Findings:
 
     def copy(self) -> "Findings":
         return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near),
-                        set(self.missed_once))
+                        set(self.missed_once), set(self.spent), dict(self.stays))
+
+    def late_count(self, point: str, stream: str, stay: int, samples: int, late: int) -> tuple[int, int]:
+        """The samples of ``stream`` judged at ``point`` over every stay there, and those late:
+        ``samples`` and ``late`` so far in the current one (``stay``: its number) and all before."""
+        before_n, before_late, last, last_n, last_late = self.stays.get((point, stream), (0, 0, stay, 0, 0))
+        if last != stay:
+            before_n, before_late = before_n + last_n, before_late + last_late
+        self.stays[(point, stream)] = (before_n, before_late, stay, samples, late)
+        return before_n + samples, before_late + late
+
+    def late_seen(self) -> set[str]:
+        """The points where a stream was late in any stay."""
+        return {point for (point, _), (_, before, _, _, last) in self.stays.items() if before + last}
 
 
 class MixMemory:

@@ -20,7 +20,7 @@ from .moves import DOMAINS, SettleTimes
 from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
-from .verdicts import margin_missed, pooled_miss, tail_exceeded
+from .verdicts import margin_missed, over_promise, pooled_miss, tail_exceeded
 
 
 class Learned:
@@ -188,6 +188,7 @@ class Learned:
             self.findings.missed.rule_out(point.name, now_s, config.window_s if burst else None)
             self.findings.missed_once.add(point.name)
             self.findings.met.discard(point.name)
+            self.findings.near.discard(point.name)  # held no more when its verdict expires
             self._learn_from_miss(point, active, [s for s in active if s.name in violations])
             return violations
         if point.name in unbeatable:
@@ -200,6 +201,12 @@ class Learned:
         # met before loses that verdict on evidence only (verdicts.tail_exceeded): over TAIL_SHARE
         # by chance, it is neither met anew nor dropped.
         tails = [(w.latencies_s, s.config.target_latency_s) for s in active if (w := windows[s.name]) is not None]
+        # A point inside the margin (near) is held while its late count over its stays keeps the promise.
+        over = any(over_promise(*reversed(self.findings.late_count(point.name, s.name, s.stay, s.stay_samples,
+                                                                   s.stay_late))) for s in active if s.latencies)
+        if over and point.name in self.findings.near:
+            self.findings.near.discard(point.name)
+            self.findings.spent.add(point.name)
         if any(tail_exceeded(*tail) for tail in tails):
             self.findings.met.discard(point.name)
             self.findings.near.discard(point.name)
@@ -217,10 +224,15 @@ class Learned:
                 # point was never chosen again and the governor settled dearer, 1.116 x oracle).
                 if self.margin_unsure and held_s >= config.dwell_s:
                     near, self.margin_unsure = True, False
-                if near:
-                    self.findings.near.add(point.name)
+                if near:  # one verdict per point, the latest
+                    self.findings.met.discard(point.name)
+                    if over:
+                        self.findings.spent.add(point.name)
+                    elif point.name not in self.findings.spent:
+                        self.findings.near.add(point.name)
                 elif not self.margin_unsure:
                     self.findings.met.add(point.name)
+                    self.findings.near.discard(point.name)
         return violations
 
 

@@ -13,7 +13,7 @@ from .policy import Choice, JointPrediction, choose
 from .states import PROVISIONAL, State
 from .rules import no_faster_than
 from .streams import Stream
-from .verdicts import held_power_w, unaffordable_miss
+from .verdicts import held_power_w, near_bets, unaffordable_miss
 
 
 class Selection:
@@ -47,8 +47,12 @@ class Selection:
                                                                  settle_s)):
                 unpaid_here.add(choice.prediction.point.name)
                 cap_w = min(cap_w, choice.prediction.power_w)
-            else:
+            elif choice.exploring or violations or not (bets := near_bets(preds, met, self.findings,
+                                                                         self.config.hysteresis)):
                 return choice, settle_s
+            else:  # exploring done: a point inside the margin is a bet where it saves more than a move's worth
+                bet = self._choose(preds, current, violations, state, False, met | bets, frozenset(unpaid_here))
+                return bet, self.learned.settle.of(domains_changed(self.device, self.current, bet.prediction.point))
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                 state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:

@@ -116,6 +116,8 @@ class Stream:
         # (t, latency) of the inferences judged at the current point: started after it settled,
         # on the model the governor was told (a move clears them)
         self.latencies: deque[tuple[float, float]] = deque()
+        self.stay_samples = self.stay_late = 0  # judged at the current point since the move, and those late
+        self.stay = 0  # the number of that stay
         self.inferences = 0  # every plausible inference seen ...
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
@@ -255,6 +257,10 @@ class Stream:
         the bursts seen count for about ``memory_s``."""
         if not self.latencies:
             self.bursts.reset()
+            self.stay_samples, self.stay_late, self.stay = 0, 0, self.stay + 1
+        self.stay_samples += 1
+        # late ones in a row count once (a burst's backlog: BurstMeter's, as in queueing.tail_share_seen)
+        self.stay_late += latency_s > self.config.target_latency_s >= (self.latencies[-1][1] if self.latencies else 0.0)
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s), timestamp_s, memory_s)
 

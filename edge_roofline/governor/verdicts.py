@@ -143,6 +143,13 @@ def margin_missed(latency_s: np.ndarray, limit_s: float, percentile: float) -> b
     return binomial_tail(over, len(latency_s), 1.0 - percentile / 100.0) < ALPHA
 
 
+def over_promise(late: int, samples: int) -> bool:
+    """``late`` of ``samples`` (a point's stays inside the margin) are more than the stream's
+    promise allows: at least MIN_EVENTS and over TAIL_SHARE of them. The margin is a proxy for
+    the promise; inside it the count rules (ms_thor_two: p95 1.186 ms, target 1.2, 2.6 % late)."""
+    return late >= MIN_EVENTS and late > TAIL_SHARE * samples
+
+
 def beyond_chance(over: Sequence[bool], percentile: float) -> bool:
     """More misses in ``over`` (a run still going counting every sample) than chance allows a
     point that meets its ``percentile`` (binomial test, ALPHA): a level, not a burst. Judged at
@@ -248,6 +255,30 @@ def held_power_w(preds, current, met: frozenset[str]) -> float | None:
     known to meet every target (in ``met``, or ``current`` predicted to meet); None: none is."""
     held = [q.power_w for q in (*preds, current) if q.point.name in met or (q is current and q.meets())]
     return min(held, default=None)
+
+
+def measured_to_meet(preds, current, findings, dwelt: bool) -> frozenset[str]:
+    """The points of ``preds`` and ``current`` (policy.JointPrediction) held as meeting every target
+    whose bursts fit: those measured to (``findings.met``), and ``current`` inside the margin
+    (near) once held a dwell (``dwelt``): the dwell's samples are its verdict, its late count
+    keeps the promise, and a move away is a transient for nothing (ms_agx_slow_actuation@27: a
+    point ruled near over 90 samples left at once, one late in the move, 1.11 %)."""
+    return frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and (
+        q.point.name in findings.met or (dwelt and q is current and q.point.name in findings.near)))
+
+
+def near_bets(preds, met: frozenset[str], findings, hysteresis: float) -> frozenset[str]:
+    """The points of ``preds`` (policy.JointPrediction) measured to meet every target inside the
+    margin (``findings.near``), none of their inferences late yet, worth a bet on their tail once
+    exploring is done: those predicted to draw more than ``hysteresis`` less than the cheapest
+    point meeting the margin (``met``, or predicted to). A window's few samples cannot show the
+    tail the promise is about (ms_agx_model_switch@15: a near point 6.5 % late, 2.4 % cheaper
+    than a met one; ms_thor_two: one late in 14, 2.6 %); a saving worth a move is worth that risk
+    (ms_thor_two@12: 11 %, 0.24 % late)."""
+    margin_w = min((q.power_w for q in preds if q.point.name in met or q.meets()), default=math.inf)
+    clean = findings.near - findings.late_seen()
+    return frozenset(q.point.name for q in preds if q.point.name in clean and q.point.name not in met
+                     and q.bursts_fit() and q.power_w < (1.0 - hysteresis) * margin_w)
 
 
 class Misses:
