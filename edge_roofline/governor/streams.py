@@ -291,14 +291,14 @@ class Stream:
         lat = np.array([v for _, v in self.latencies])
         over = self.over()
         rate_hz = self.rate_hz()
-        if len(lat) and lat[-1] > target_s and not self.queue.self_paced and self.bursts.drain_s(rate_hz) > \
-                escape_settle_s and self.bursts.late_ahead(rate_hz, target_s) > late_budget:
+        outlasts_escape = self.bursts.drain_s(rate_hz) > escape_settle_s
+        if len(lat) and lat[-1] > target_s and not self.queue.self_paced and outlasts_escape \
+                and self.bursts.late_ahead(rate_hz, target_s) > late_budget:
             self.bursts.count_going()
             return float(lat[-1]) / limit_s
         if not len(lat) or not (pooled or misses_target(over, self.config.percentile, min_samples)):
             return None
-        if self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
-                burst_going(over, self.config.percentile, min_samples, self.bursts.run):
+        if not outlasts_escape and burst_going(over, self.config.percentile, min_samples, self.bursts.run):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 
