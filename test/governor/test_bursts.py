@@ -213,5 +213,8 @@ def test_a_backlog_near_saturation_is_a_miss_at_its_first_late_sample_and_a_burs
     assert idle.violation(limit_s, 20, 0.125, late_budget=idle.late_budget(3.07, 30.0)) is None
     assert idle.bursts.bursts.events == 0
     # A self-paced stream queues nothing behind a slow one: no backlog to escape.
+    # Less than one late inference behind it (10 Hz, 16 % busy): one is always room, as in the
+    # bursts' room (joint.burst_room), even with the budget spent and an escape that shows at once.
+    assert held(10.0).violation(limit_s, 20, 0.020, late_budget=0.0) is None
     paced = held(60.0, self_paced=True)
     assert paced.violation(limit_s, 20, 0.125, late_budget=0.0) is None
