@@ -172,7 +172,8 @@ class Learned:
         pooled = set() if point.name in self.findings.met or now_s < counted_from_s else \
             pooled_miss({s.name: s.over() for s in active}, {s.name: s.config.percentile for s in active})
         violations = {s.name: v for s in active if (v := s.violation(
-            s.limit_s(config.margin), config.min_window_samples, escape_s, s.name in pooled)) is not None}
+            s.limit_s(config.margin), config.min_window_samples, escape_s, s.name in pooled,
+            s.late_budget(now_s, config.late_window_s))) is not None}
         if violations:
             # Resting on a run the move away cuts short (a burst or a level: its end is never
             # seen), the verdict ages from the judging window and tells no change of work (a

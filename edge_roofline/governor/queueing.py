@@ -212,6 +212,21 @@ class BurstMeter:
         rho = rate_hz * self._typical_s
         return max(self._previous_s - self._typical_s, 0.0) / (1.0 - rho) if rho < 1.0 else math.inf
 
+    def late_ahead(self, rate_hz: float, target_s: float) -> float:
+        """The inputs the backlog behind the latest latency makes late as it drains, if no other
+        outlier comes (0: no burst going on): each waits ``(1 - utilisation) / rate_hz`` less than
+        the one before, so near saturation a small backlog makes many; inf where it never drains."""
+        if not self.run:
+            return 0.0
+        rho = rate_hz * self._typical_s
+        return max(self._previous_s - target_s, 0.0) * rate_hz / (1.0 - rho) if rho < 1.0 else math.inf
+
+    def count_going(self) -> None:
+        """The backlog going is a burst from now on, at its size so far: a move away cuts it short
+        and its end, which would count it, is never seen at this point."""
+        if self._peak_s:
+            self._count()
+
     def _count(self) -> None:
         b = self.bursts
         self.bursts = replace(b, events=b.events + (not self._counted),

@@ -282,20 +282,30 @@ class Stream:
         return [v > self.config.target_latency_s for _, v in self.latencies]
 
     def violation(self, limit_s: float, min_samples: int, escape_settle_s: float = 0.0,
-                  pooled: bool = False) -> float | None:
+                  pooled: bool = False, late_budget: float = math.inf) -> float | None:
         """Measured percentile / limit when the samples judged here show, with evidence, that
         the target is missed (verdicts.misses_target: a burst is not a tail; a burst still going
         whose backlog drains before an escape would show, ``escape_settle_s`` (0: none is), is no
         miss within chance: verdicts.burst_going), else None. The ratio is at least target /
         limit: the choice then looks for a point that much faster. ``pooled``: the streams' misses
-        together show it (verdicts.pooled_miss)."""
+        together show it (verdicts.pooled_miss). A backlog going that, drained here, makes more
+        late inferences than ``late_budget`` (the stream's left; one is always room, as in
+        joint.burst_room) and outlasts an escape is a miss at its first late sample, judged by
+        its latency (the queued work shrinks with the service time) and priced as a burst: near
+        saturation it drains at ``1 - utilisation`` (nx_rate_changes_p30@20: a 70 ms outlier at
+        a 98 %-busy point, held 190 ms, 24 late)."""
         target_s = self.config.target_latency_s
         lat = np.array([v for _, v in self.latencies])
         over = self.over()
+        rate_hz = self.rate_hz()
+        outlasts_escape = self.bursts.drain_s(rate_hz) > escape_settle_s
+        if len(lat) and lat[-1] > target_s and not self.queue.self_paced and outlasts_escape \
+                and self.bursts.late_ahead(rate_hz, target_s) > max(late_budget, 1.0):
+            self.bursts.count_going()
+            return float(lat[-1]) / limit_s
         if not len(lat) or not (pooled or misses_target(over, self.config.percentile, min_samples)):
             return None
-        if self.bursts.drain_s(self.rate_hz()) <= escape_settle_s and \
-                burst_going(over, self.config.percentile, min_samples, self.bursts.run):
+        if not outlasts_escape and burst_going(over, self.config.percentile, min_samples, self.bursts.run):
             return None
         return max(float(np.percentile(lat, self.config.percentile)), target_s) / limit_s
 

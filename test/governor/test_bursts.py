@@ -183,3 +183,38 @@ def test_the_bursts_room_counts_the_current_workloads_late_ones_and_always_one()
     assert 0 < floor < 1
     assert burst_room(column, s, window_s)[0].burst_room == pytest.approx(1.0 + floor)  # spent: 3 - 20 < 1
     assert burst_room(column, s, window_s, counted_from_s=2.0)[0].burst_room == pytest.approx(3.0 + floor)
+
+
+def test_a_backlog_near_saturation_is_a_miss_at_its_first_late_sample_and_a_burst_at_once():
+    # One 70 ms outlier at a point serving 16.4 ms at 60 Hz (98 % busy): its backlog drains at
+    # 2 % of real time, about 180 inputs late behind it, far beyond the 18 a 30 s window allows;
+    # an escape shows in 125 ms. A miss at once, judged by its latency (the choice looks for a
+    # point 70 / 19 = 3.7 x faster), and priced as a burst, though its end is never seen here
+    # (nx_rate_changes_p30@20: held 190 ms, 24 late). The same outlier at 20 Hz (33 % busy)
+    # drains in 80 ms: waited out. Fails without the rule: no miss, no burst, until it drains.
+    def held(rate_hz: float, self_paced: bool = False) -> Stream:
+        s = Stream(StreamConfig(name="s", target_latency_ms=20.0))
+        s.calibrated_rate_hz = rate_hz
+        s.queue = replace(s.queue, self_paced=self_paced)
+        for k in range(60):
+            s.add_judged(k / rate_hz + 0.0164, 0.0164, 30.0)
+        s.note_inference(0.070, 60 / rate_hz + 0.070)
+        s.add_judged(60 / rate_hz + 0.070, 0.070, 30.0)
+        return s
+
+    busy = held(60.0)
+    assert busy.bursts.late_ahead(60.0, 0.020) == pytest.approx(0.050 * 60.0 / (1.0 - 60.0 * 0.0164), rel=0.02)
+    limit_s = busy.limit_s(0.05)
+    assert busy.violation(limit_s, 20, 0.125, late_budget=busy.late_budget(1.07, 30.0)) == \
+        pytest.approx(0.070 / limit_s)
+    assert busy.bursts.bursts.events == 1
+    assert busy.bursts.bursts.excess == pytest.approx(0.070 / 0.0164 - 1.0, rel=0.02)
+    idle = held(20.0)
+    assert idle.violation(limit_s, 20, 0.125, late_budget=idle.late_budget(3.07, 30.0)) is None
+    assert idle.bursts.bursts.events == 0
+    # A self-paced stream queues nothing behind a slow one: no backlog to escape.
+    # Less than one late inference behind it (10 Hz, 16 % busy): one is always room, as in the
+    # bursts' room (joint.burst_room), even with the budget spent and an escape that shows at once.
+    assert held(10.0).violation(limit_s, 20, 0.020, late_budget=0.0) is None
+    paced = held(60.0, self_paced=True)
+    assert paced.violation(limit_s, 20, 0.125, late_budget=0.0) is None
