@@ -144,7 +144,7 @@ def test_a_burst_at_the_fastest_point_leaves_no_doubt_once_its_evidence_is_gone(
     # A burst early at MAXN (nowhere faster) is a miss with evidence for a moment; once it drains,
     # its verdict goes, and MAXN is no point "measured to miss" either: every point is predicted no
     # faster than MAXN, so every move would be doubted (rules.no_faster_than) and paid as one that
-    # may miss for the rest of the workload (nx_rate_changes@seed10: a burst at 0.44 s held 10W).
+    # may miss for the rest of the workload (nx_rate_changes@seed10: a burst at MAXN 0.44 s in).
     gov, platform, clock = make(tmp_path, mode="advise")  # advise: the governor stays at MAXN
     t0 = clock.now_s()
     seen = []
