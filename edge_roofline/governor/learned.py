@@ -194,8 +194,10 @@ class Learned:
             return violations
         if point.name in unbeatable:
             # Held where nowhere is faster, its verdict stands only while the evidence does: a
-            # burst there (a neighbour's blip) must not keep every slower point out.
+            # burst there (a neighbour's blip) must not keep every slower point out, nor leave every
+            # one doubted (rules.no_faster_than: nothing is faster, so every point is "no faster").
             self.findings.missed.discard(point.name)
+            self.findings.missed_once.discard(point.name)
         judged_s = {s.name: s.judged_percentile_s(windows[s.name], cal_windows[s.name]) for s in active}
         # A two-speed spread (a decoder's steps a neighbour's frame stretches) can meet the
         # percentile with more than TAIL_SHARE over the target: that point meets nothing. A point

@@ -140,6 +140,21 @@ def test_the_fastest_point_stays_in_the_choice_when_it_missed(tmp_path):
     assert decisions[-1].point.name in gov.dominance.unbeatable
 
 
+def test_a_burst_at_the_fastest_point_leaves_no_doubt_once_its_evidence_is_gone(tmp_path):
+    # A burst early at MAXN (nowhere faster) is a miss with evidence for a moment; once it drains,
+    # its verdict goes, and MAXN is no point "measured to miss" either: every point is predicted no
+    # faster than MAXN, so every move would be doubted (rules.no_faster_than) and paid as one that
+    # may miss for the rest of the workload (nx_rate_changes@seed10: a burst at MAXN 0.44 s in).
+    gov, platform, clock = make(tmp_path, mode="advise")  # advise: the governor stays at MAXN
+    t0 = clock.now_s()
+    seen = []
+    for _ in range(10):
+        drive(gov, platform, clock, 0.1, latency_of=lambda t, lat: lat * 5 if t0 + 0.15 <= t < t0 + 0.22 else lat)
+        seen.append(set(gov.findings.missed_once))
+    assert platform.current.name in gov.dominance.unbeatable and platform.current.name in set().union(*seen)
+    assert platform.current.name not in gov.findings.missed_once | gov.findings.missed.names()
+
+
 def tail_during(start_s, length_s, factor=5.0):
     """Every third inference late within [start_s, start_s + length_s): a tail, not a burst."""
     count = [0]
