@@ -60,11 +60,9 @@ class Selection:
         found, fastest = self.findings, self.dominance.fastest
         tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
         self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
-        # Below a point measured over a limit, nothing meets it, whatever the model's error: none is explored.
-        over_limit = self.dominance.dominated_by(found.near)
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried | passed | over_limit), provisional=state in PROVISIONAL,
+                      measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above, probes=self.learned.probe_candidates)

@@ -140,24 +140,3 @@ def test_a_probe_is_made_once_per_model_whatever_the_rate_does(tmp_path):
     assert gov.learned.probed >= probed
     gov.set_model(None, "another_model")
     assert not gov.learned.probed
-
-
-def test_nothing_below_a_point_measured_over_its_limit_is_explored(tmp_path, monkeypatch):
-    # agx_batch_change@seed24: a GPU step down from the best point was tried on the model's 16 %
-    # error though the point one GPU step above it had just been measured over the limit (inside
-    # the margin): no faster, it missed by 1.19 x, 4 late. The points below it count as measured.
-    gov, _, _ = make(tmp_path)
-    dominance = gov.dominance
-    over = next(p.name for i, p in enumerate(dominance.points) if p.name not in dominance.unbeatable
-                and sum(i in above for above in dominance.above) >= 3)
-    below = dominance.dominated_by({over}) - {over}
-    gov.findings.near.add(over)
-    seen = {}
-
-    def spy(*args, **kwargs):
-        seen.update(kwargs)
-
-    monkeypatch.setattr(selection, "choose", spy)
-    gov._choose([], None, {}, State.SETTLED, True, frozenset({over}))
-    assert below and below <= seen["measured"]
-    assert not (set(dominance.step_above(over)) & seen["measured"])  # above it: still explored
