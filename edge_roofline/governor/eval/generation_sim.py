@@ -32,9 +32,6 @@ SAMPLE_HZ = 50.0  # power sampling (platform.sample())
 STEP_S = 0.1  # governor step period
 LM_PHASES = ("prefill", "decode", "idle")  # idle: between requests (only the detector, if any, runs)
 _LM = "lm"  # the language model's key in the contention
-# Issue 27's criteria count every sample (generation.over_rates), the start's and a change's first
-# seconds too: the governor is told so (its default grace mirrors the frame criteria, score.SETTLE_EXCLUDE_S).
-CHANGE_GRACE_S = 0.0
 
 
 @lru_cache(maxsize=8)
@@ -245,6 +242,7 @@ def _governor(sc: GenerationScenario, sim: _Sim, prefill, decode) -> Governor:
         streams.append({"name": "detector", "target_latency_ms": sc.detector.target_latency_ms,
                         "percentile": sc.detector.percentile})
         analyses["detector"] = analyze_roofline(sim.frame_cost, ceilings)
-    config = GovernorConfig.from_dict({"change_grace_s": CHANGE_GRACE_S, **sc.governor, "streams": streams,
+    # Issue 27's criteria count every sample (generation.over_rates): a change's grace excuses no exploring.
+    config = GovernorConfig.from_dict({"grace_excuses_exploring": False, **sc.governor, "streams": streams,
                                        "state_path": ""})
     return Governor(sim.platform, config, analyses, sim.clock)
