@@ -64,7 +64,7 @@ class Governor(Selection):
         self._power = PowerWindow()  # at the current point, once the last move settled
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
-        self._explored_s = math.inf  # the first exploration since the last change, if the grace excuses none: counted from
+        self._explored_s = math.inf  # the first exploration since the last change where no grace excuses it
         self._counted_from_s = now + config.change_grace_s  # late ones count from then on (a change's grace)
         self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix (late_budget)
         self._explore_left = config.explore_budget
