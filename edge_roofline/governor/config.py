@@ -271,6 +271,9 @@ class GovernorConfig:
                                          "that may miss is paid from that budget")
     change_grace_s: float = setting(2.0, "late inferences this soon after a workload change (model, rate, target, "
                                          "streams) are the change's: the late budget does not count them")
+    grace_excuses_exploring: bool = setting(True, "late inferences at a point explored in a change's grace are the "
+                                                  "change's too (the frame criteria); false: counted (criteria that "
+                                                  "count every inference, the language models')")
     expected_dwell_s: float = setting(10.0, "a move for energy must save its transients' cost over this long; a "
                                             "stream that joins a running mix is expected to stay at least this "
                                             "long (its late budget)")

@@ -65,6 +65,7 @@ class Governor(Selection):
         self._power = PowerWindow()  # at the current point, once the last move settled
         self._after_settle = State.SETTLED  # where a move that is not an exploration lands once settled
         self._workload_since_s = now
+        self._explored_s = math.inf  # the first exploration since the last change where no grace excuses it
         self._counted_from_s = now + config.change_grace_s  # late ones count from then on (a change's grace)
         self._start_grace_s = self._counted_from_s  # a stream first seen later joined a running mix (late_budget)
         self._explore_left = config.explore_budget
@@ -125,7 +126,7 @@ class Governor(Selection):
                                          + (f" of stream {s.name}" if len(self.streams) > 1 else ""))
             return False
         start_s = timestamp_s - latency_s
-        s.note_inference(latency_s, timestamp_s, counted=start_s >= self._counted_from_s)
+        s.note_inference(latency_s, timestamp_s, counted=start_s >= min(self._counted_from_s, self._explored_s))
         self.move.learn(s, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
@@ -208,7 +209,7 @@ class Governor(Selection):
         """Measurements hold, not verdicts: exploring again. Late ones in the change's grace are the change's, from
         ``changed_s`` (None: now; earlier if seen in a window; -inf: none; in a grace: that one's change, seen late)."""
         self._explore_left = self.config.explore_budget
-        self._workload_since_s = self.clock.now_s()
+        self._workload_since_s, self._explored_s = self.clock.now_s(), math.inf
         grace_s = (self._workload_since_s if changed_s is None else changed_s) + self.config.change_grace_s
         if changed_s is None or changed_s >= self._counted_from_s:
             self._counted_from_s = max(self._counted_from_s, grace_s)
@@ -351,6 +352,7 @@ class Governor(Selection):
             return decide(Transition.HOLD, state, self.current, f"apply failed: {error}", current)
         if choice.exploring:
             self._explore_left -= 1
+            self._explored_s = min(self._explored_s, math.inf if cfg.grace_excuses_exploring else now_s)
         self._descending = choice.descent
         stopgap = violations or not (choice.prediction.meets() or target.name in self.findings.met)
         self._after_settle = State.MEASURING if stopgap else State.SETTLED  # an escape, or nothing meets

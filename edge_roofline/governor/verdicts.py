@@ -232,7 +232,8 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         stall_late = s.stalls.late_per_move(domains)
         busy = busy_share(mine, rate_hz)
         cost = miss_cost(rate_hz, settle_s, stall_late, busy)
-        # The miss's late ones come one period apart from now: those before counted_from_s are free.
+        # The miss's late ones come one period apart from now: those before counted_from_s are not priced (what an
+        # exploration makes late in a grace is counted all the same where grace_excuses_exploring is false, core.py).
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
         if counted <= 0:
             continue

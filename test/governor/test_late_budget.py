@@ -503,3 +503,36 @@ def test_a_point_predicted_no_faster_than_one_that_missed_pays_as_one_that_may_m
     assert unaffordable_miss(Prediction(True, met_by=("s",)), [rich], 0.04, set(), 1.0, 30.0, doubted=True) == ""
     # measured to meet at a point no faster: the doubt is settled by measurement
     assert unaffordable_miss(Prediction(True), [poor], 0.04, {"met-point"}, 1.0, 30.0, doubted=True) == ""
+
+
+def test_late_inferences_at_a_point_explored_in_a_grace_are_the_explorations(tmp_path, monkeypatch):
+    # A change's grace excuses what the change made late, not what the governor's own exploring
+    # made late in it: those count against the late budget, so the moves after the grace cannot
+    # spend it a second time (thor_chat_detector: 3 late frames per seed from a step down in
+    # the start's grace, then up to 9 more from exploring after it, then the held point's tail).
+    # Where the criteria count every inference (grace_excuses_exploring false: the language
+    # models'); the frame criteria excuse a change's first 2 s, exploring included (the default).
+    tried = risky_choose(monkeypatch)
+    gov, platform, clock = make(tmp_path, change_grace_s=2.0, grace_excuses_exploring=False)
+    start_s = clock.now_s()
+    decisions = drive_settle(gov, platform, clock, 1.5, step_s=0.01)
+    explored_s = next(t for t, d in decisions if d.applied and d.transition == Transition.EXPLORE)
+    assert tried and explored_s < start_s + 1.5
+    st = next(iter(gov.streams.values()))
+    late_s = 2.0 * st.config.target_latency_s
+    now_s = clock.now_s()
+    gov.observe_inference(late_s, now_s)  # started after the exploration, inside the grace
+    assert now_s - late_s > explored_s and now_s < start_s + 2.0
+    assert list(st.late_at_s)[-1] == now_s
+    # A change told: a new grace, nothing explored in it yet: a late one there is the change's
+    gov.set_target(st.config.target_latency_ms * 1.5, 95.0)
+    counted = len(st.late_at_s)
+    gov.observe_inference(3.0 * st.config.target_latency_s, now_s + 0.1)
+    assert len(st.late_at_s) == counted
+    # The default: the grace excuses what exploring in it made late
+    (tmp_path / "excused").mkdir()
+    gov, platform, clock = make(tmp_path / "excused", change_grace_s=2.0)
+    drive_settle(gov, platform, clock, 1.5, step_s=0.01)
+    st = next(iter(gov.streams.values()))
+    gov.observe_inference(late_s, clock.now_s())
+    assert clock.now_s() - late_s > explored_s and not st.late_at_s

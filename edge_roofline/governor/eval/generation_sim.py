@@ -242,5 +242,7 @@ def _governor(sc: GenerationScenario, sim: _Sim, prefill, decode) -> Governor:
         streams.append({"name": "detector", "target_latency_ms": sc.detector.target_latency_ms,
                         "percentile": sc.detector.percentile})
         analyses["detector"] = analyze_roofline(sim.frame_cost, ceilings)
-    config = GovernorConfig.from_dict({**sc.governor, "streams": streams, "state_path": ""})
+    # Issue 27's criteria count every sample (generation.over_rates): a change's grace excuses no exploring.
+    config = GovernorConfig.from_dict({"grace_excuses_exploring": False, **sc.governor, "streams": streams,
+                                       "state_path": ""})
     return Governor(sim.platform, config, analyses, sim.clock)

@@ -116,3 +116,16 @@ def test_the_oracle_stays_at_the_best_static_point_where_switching_misses_or_doe
     assert {r.policy: r for r in evaluate(sc)}["oracle"].energy_j == 6.0
     runs["oracle"] = (5.0, [0.001] * 100)  # meets every target and saves: kept
     assert {r.policy: r for r in evaluate(sc)}["oracle"].points == {"p": "oracle"}
+
+
+
+def test_the_governor_is_told_issue_27_counts_what_exploring_makes_late_in_a_grace():
+    # Issue 27's criteria count every sample, the start's first seconds too (over_rates). With
+    # the frame criteria's excuse, exploring in the start's grace cost 3 late frames per seed
+    # on top of the budget spent exploring after it (thor_chat_detector: 1.00 % over; 0.56 %).
+    from edge_roofline.governor.eval.generation_sim import Run, _governor, _Sim, step_costs
+
+    sc = GenerationScenario(name="small", device="agx_orin_64gb", request_rate_hz=4.0, prompt_tokens=96,
+                            output_tokens=24, ttft_ms=10.0, tpot_ms=1.5, duration_s=8.0, model=SMALL)
+    prefill, decodes = step_costs(sc)
+    assert not _governor(sc, _Sim(sc, Run("governor")), prefill, decodes[0]).config.grace_excuses_exploring
