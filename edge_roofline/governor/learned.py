@@ -205,8 +205,10 @@ class Learned:
         # by chance, it is neither met anew nor dropped.
         tails = [(w.latencies_s, s.config.target_latency_s) for s in active if (w := windows[s.name]) is not None]
         # A point inside the margin (near) is held while its late count over its stays keeps the promise.
-        over = any(over_promise(*reversed(self.findings.late_count(point.name, s.name, s.stay, s.stay_samples,
-                                                                   s.stay_late))) for s in active if s.latencies)
+        # Every stream's stay is recorded first: any() over the calls would skip those after an over one.
+        counts = [self.findings.late_count(point.name, s.name, s.stay, s.stay_samples, s.stay_late)
+                  for s in active if s.latencies]
+        over = any(over_promise(late, samples) for samples, late in counts)
         if over and point.name in self.findings.near:
             self.findings.near.discard(point.name)
             self.findings.spent.add(point.name)
