@@ -41,6 +41,10 @@ def _cases(tmp_path, model):
     unknown_key = tmp_path / "unknown_key.yaml"
     unknown_key.write_text("inference:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    profile_every_frame: 10\n")
     missing = str(tmp_path / "missing")
+    corrupt_sweep, empty_sweep = tmp_path / "corrupt_sweep", tmp_path / "empty_sweep"
+    for sweep_dir, content in ((corrupt_sweep, "not a database"), (empty_sweep, "")):
+        sweep_dir.mkdir()
+        (sweep_dir / "sweep.sqlite").write_text(content)
     return [
         # argv, what the line must say
         (["analyze", missing + ".onnx"], "missing.onnx: no such file"),
@@ -51,6 +55,9 @@ def _cases(tmp_path, model):
         (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
         (["recording", missing + ".mcap"], "not found"),
         (["report", missing], "holds no sweep"),
+        (["report", str(corrupt_sweep)], "sweep.sqlite is not a readable sweep database (file is not a database); "
+                                         "move it aside"),
+        (["report", str(empty_sweep)], "holds no sweep (sweep.sqlite is empty)"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
          "invalid sweep settings: runs=0"),
         (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "

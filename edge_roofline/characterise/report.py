@@ -15,7 +15,7 @@ from edge_roofline.roofline.devices import UnknownDeviceError, get_device
 from . import charts
 from .predict import accuracy
 from .results import ModelSummary, energy_roofline_fits, operating_point_table, summarise, write_table
-from .store import DB_NAME, Store
+from .store import DB_NAME, Store, StoreError
 
 REPORT_NAME = "report.html"
 
@@ -161,11 +161,13 @@ def _mhz(hz: float | None) -> float | None:
 def render(out_dir: str | Path, targets_ms: list[float] | None = None) -> Path:
     """Write ``report.html``, charts under ``charts/`` and one operating-point table per model."""
     out_dir = Path(out_dir)
+    no_sweep = (f"{out_dir} holds no sweep ({DB_NAME} %s); run `edge-roofline sweep MODEL --out {out_dir}` first")
     if not (out_dir / DB_NAME).is_file():
-        raise FileNotFoundError(f"{out_dir} holds no sweep ({DB_NAME} missing); run "
-                                f"`edge-roofline sweep MODEL --out {out_dir}` first")
+        raise FileNotFoundError(no_sweep % "missing")
     chart_dir = out_dir / "charts"
     with Store(out_dir) as store:
+        if not store.sweeps():  # an empty report would look like a sweep that measured nothing
+            raise StoreError(no_sweep % "is empty")
         meta = store.meta()
         simulated = meta.get("simulated") == "1"
         try:

@@ -126,8 +126,13 @@ class Store:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / DB_NAME
         self.db = sqlite3.connect(self.path)
-        self.db.executescript(_SCHEMA)
-        self.db.commit()
+        try:
+            self.db.executescript(_SCHEMA)
+            self.db.commit()
+        except sqlite3.DatabaseError as exc:  # a truncated or foreign file: left as it is, for the user to look at
+            self.db.close()
+            raise StoreError(f"{self.path} is not a readable sweep database ({exc}); move it aside and run "
+                             f"the sweep again, or use another --out") from None
 
     def close(self) -> None:
         self.db.close()
