@@ -4,6 +4,7 @@ descriptors, and a main() that inits, spins and shuts down cleanly, whatever sig
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import sys
 from pathlib import Path
@@ -21,22 +22,29 @@ from edge_roofline.suite.errors import is_user_error, one_line
 from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals
 
 
-class ParameterTypeError(ValueError):
-    """A parameter given (file or -p) with another type than the node declares."""
+class ParameterError(ValueError):
+    """A parameter given (file or -p) with another type than the node declares, or a rate it cannot run at."""
 
 
 def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
-    """Declare ``{name: (default, description)}`` and return the values in force."""
+    """Declare ``{name: (default, description)}`` and return the values in force. A rate
+    (``*_hz``) drives a timer or a sampler, so it must be finite and > 0 (rcl's timer would
+    otherwise fail with its own traceback, or a NaN period spin)."""
     for name, (default, description) in parameters.items():
         try:
             node.declare_parameter(name, default, ParameterDescriptor(description=description))
         except InvalidParameterTypeException as exc:
             given = re.search(r" to '(.*)' of type '(\w+)'", str(exc))  # rclpy keeps no fields
             got = f"{given[1]!r} ({given[2].lower()})" if given else "of another type"
-            raise ParameterTypeError(
+            raise ParameterError(
                 f"parameter {name} is {got}, expected {Parameter.Type.from_parameter_value(default).name.lower()} "
                 f"like its default {default!r}: fix it in the parameter file or -p {name}:=VALUE") from None
-    return {name: node.get_parameter(name).value for name in parameters}
+    values = {name: node.get_parameter(name).value for name in parameters}
+    for name, value in values.items():
+        if name.endswith("_hz") and not (math.isfinite(value) and value > 0):
+            raise ParameterError(f"parameter {name} must be a rate > 0 Hz, got {value}: fix it in the "
+                                     f"parameter file or -p {name}:=VALUE")
+    return values
 
 
 def _destroy_half_built(node: Node) -> None:

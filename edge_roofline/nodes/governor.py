@@ -24,7 +24,6 @@ from std_srvs.srv import SetBool
 
 from edge_roofline.ros import topics
 from edge_roofline.clock import Clock
-from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.node_parameters import PARAMETERS
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.governor.settings import parameter_values
@@ -52,8 +51,6 @@ class GovernorNode(Node):
     def __init__(self) -> None:
         super().__init__("governor")
         p = declare_parameters(self, PARAMETERS)
-        if p["step_rate_hz"] <= 0:
-            raise ConfigError(f"step_rate_hz must be > 0, got {p['step_rate_hz']}")
         self.clock = _NodeClock(self)
         self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
                                        owner=f"node {self.get_fully_qualified_name()}")

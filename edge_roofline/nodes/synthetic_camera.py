@@ -26,8 +26,8 @@ class SyntheticCamera(Node):
     def __init__(self) -> None:
         super().__init__("synthetic_camera")
         p = declare_parameters(self, PARAMETERS)
-        if p["rate_hz"] <= 0 or p["width"] <= 0 or p["height"] <= 0 or p["distinct_frames"] <= 0:
-            raise ValueError("synthetic_camera: rate_hz, width, height and distinct_frames must be > 0")
+        if p["width"] <= 0 or p["height"] <= 0 or p["distinct_frames"] <= 0:
+            raise ValueError("synthetic_camera: width, height and distinct_frames must be > 0")
         self.encoding, self.frame_id = p["encoding"], p["frame_id"]
         self.frames = [frame(i, p["width"], p["height"], self.encoding) for i in range(p["distinct_frames"])]
         self.count = 0

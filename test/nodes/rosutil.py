@@ -1,6 +1,7 @@
 """Helpers for tests that run real nodes: start a node module as its own process with
 parameters, and an in-process rclpy context on the test's own domain to watch topics."""
 
+import math
 import subprocess
 import sys
 import time
@@ -21,6 +22,8 @@ def _param_arg(name, value):
         value = "true" if value else "false"
     elif isinstance(value, str):  # -p parses YAML: a bare off would arrive as a bool
         value = "'" + value.replace("'", "''") + "'"
+    elif isinstance(value, float) and not math.isfinite(value):  # YAML's spelling: a bare nan is a string
+        value = ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
     elif isinstance(value, (list, tuple)):
         value = "[" + ",".join(str(v) for v in value) + "]"
     return ["-p", f"{name}:={value}"]
