@@ -60,10 +60,13 @@ def _cases(tmp_path, model):
         (["report", str(empty_sweep)], "holds no sweep (sweep.sqlite is empty)"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
          "invalid sweep settings: runs=0"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--idle-s", "inf",
+          "--out", str(tmp_path / "s")], "invalid sweep settings: idle_s=inf"),
         (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "
                                                 "'profile_every_frame' (did you mean 'profile_every_frames'?)"),
         (["up", "--with", "camera"], "unknown extra node(s) ['camera']"),
         (["up", "--config", missing + ".yaml"], "not found"),
+        (["up", "--with", "foxglove_bridge", "--foxglove-port", "70000"], "Foxglove port 70000 is not a TCP port"),
         (["virtual-jetson", "--device", "agx_orin_64gb"], "--root DIR is required"),
     ]
 
@@ -74,6 +77,32 @@ def test_each_command_reports_a_user_error_on_one_line(tmp_path, model, capsys):
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and err.startswith(f"edge-roofline {argv[0]}: error: "), (argv, err)
         assert expected in err, (argv, err)
+
+
+# A number out of its range is argparse's usage error (edge_roofline.commands._args), before anything runs:
+# each of these was a traceback, a silent exit 0 or a run that never ended.
+OUT_OF_RANGE = [
+    (["profile", "zoo:tiny_cnn", "--runs", "0"], "argument --runs: must be at least 1, got 0"),
+    (["profile", "zoo:tiny_cnn", "--runs", "x"], "argument --runs: expected a whole number, got 'x'"),
+    (["ceilings", "--threads", "-2"], "argument --threads: must be at least 1, got -2"),
+    (["analyze", "zoo:tiny_cnn", "--top", "-1"], "argument --top: must be at least 0, got -1"),
+    (["governor-eval", "agx_steady", "--seeds", "-2"], "argument --seeds: must be at least 1, got -2"),
+    (["report", "sweep_out", "--targets-ms", "nan"], "argument --targets-ms: must be a finite number > 0, got nan"),
+    (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--targets-ms", "-5"],
+     "argument --targets-ms: must be a finite number > 0, got -5"),
+    (["virtual-jetson", "--root", "vj", "--tick", "0"], "argument --tick: must be a finite number > 0, got 0"),
+    (["virtual-jetson", "--root", "vj", "--duration", "nan"], "argument --duration: must be a finite number >= 0"),
+    (["up", "--duration", "-3"], "argument --duration: must be a finite number >= 0, got -3"),
+    (["demo", "--duration", "inf"], "argument --duration: must be a finite number >= 0, got inf"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", OUT_OF_RANGE, ids=[" ".join(a[:1] + a[-2:]) for a, _ in OUT_OF_RANGE])
+def test_a_number_out_of_range_is_a_usage_error(argv, expected, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert done.value.code == 2 and err[-1].startswith(f"edge-roofline {argv[0]}: error: {expected}"), err
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):

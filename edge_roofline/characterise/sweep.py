@@ -45,15 +45,17 @@ class SweepSettings:
     max_consecutive_failures: int = 5
 
     def __post_init__(self) -> None:
+        # inf passes >= 0 but a point would wait forever; NaN fails every comparison
         checks = (("runs", self.runs >= 1), ("warmup", self.warmup >= 0),
-                  ("settle_s", self.settle_s >= 0), ("idle_s", self.idle_s >= 0),
-                  ("min_window_s", self.min_window_s >= 0), ("sample_rate_hz", self.sample_rate_hz > 0),
+                  ("settle_s", 0 <= self.settle_s < math.inf), ("idle_s", 0 <= self.idle_s < math.inf),
+                  ("min_window_s", 0 <= self.min_window_s < math.inf),
+                  ("sample_rate_hz", 0 < self.sample_rate_hz < math.inf),
                   ("layer_runs", self.layer_runs >= 0),
                   ("max_consecutive_failures", self.max_consecutive_failures >= 1))
         bad = [name for name, ok in checks if not ok]
         if bad:
             raise ValueError(f"invalid sweep settings: {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)} "
-                             "(counts must be >= 0, runs >= 1, times >= 0, the sample rate > 0)")
+                             "(counts must be >= 0, runs >= 1, times finite and >= 0, the sample rate finite and > 0)")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from edge_roofline.roofline.costs import WEIGHT_PRECISIONS
+from edge_roofline.commands._args import count
 
 DEFAULT_PROMPT = 128
 
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="input shape, e.g. images=1x3x640x640 (repeatable)")
     parser.add_argument("--cache-aware", action="store_true",
                         help="add L2/L1 bandwidth terms with estimated per-level bytes")
-    parser.add_argument("--top", type=int, default=0,
+    parser.add_argument("--top", type=count(0), default=0,
                         help="print only the N slowest layers (default: all)")
     parser.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
     parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")

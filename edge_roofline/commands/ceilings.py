@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from edge_roofline.commands._args import count
 
 NAME = "ceilings"
 HELP = "measure this machine's roofline ceilings (CPU, or --gpu), or print a device's spec ceilings"
@@ -17,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", action="store_true", help="measure the NVIDIA GPU (needs pycuda)")
     parser.add_argument("--precision", choices=("fp32", "fp16", "fp64"), default="fp32",
                         help="GPU kernel precision (the CPU measures fp32)")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: all)")
+    parser.add_argument("--threads", type=count(1), help="CPU threads (default: all)")
     parser.add_argument("--cache-dir", help="ceilings cache (default: ~/.cache/edge_roofline/ceilings)")
     parser.add_argument("--cached", action="store_true", help="print cached ceilings, do not measure")
     parser.add_argument("--points", action="store_true", help="also print every sweep point")

@@ -18,8 +18,9 @@ HOST_CPU_CONFIG = "demo_host_cpu.yaml"
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.commands._args import SECONDS
     from edge_roofline.commands.up import add_suite_arguments
-    parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
+    parser.add_argument("--duration", type=SECONDS, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--no-foxglove", action="store_true", help="don't start the Foxglove server")
     parser.add_argument("--host-cpu", action="store_true",
                         help="run on this machine's CPU (ONNX Runtime, measured roofs, no governor)")

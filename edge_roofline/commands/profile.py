@@ -5,6 +5,7 @@ roof, bound per ONNX node)."""
 from __future__ import annotations
 
 import argparse
+from edge_roofline.commands._args import count
 
 NAME = "profile"
 HELP = "measured per-layer times of a model joined to its roofline"
@@ -18,19 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "measured ceilings for ort, agx_orin_64gb otherwise)")
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
                         help="default: fp32 for ort, fp16 for tensorrt and virtual")
-    parser.add_argument("--runs", type=_positive_int, default=10, help="profiled runs to average")
+    parser.add_argument("--runs", type=count(1), default=10, help="profiled runs to average")
     parser.add_argument("--json", metavar="FILE", help="write analyze's JSON plus measured times")
     parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _ceilings(args, precision: str):

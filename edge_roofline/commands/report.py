@@ -4,6 +4,7 @@ sortable tables, SIMULATION banner for virtual sweeps) plus charts and operating
 from __future__ import annotations
 
 import argparse
+from edge_roofline.commands._args import POSITIVE_MS
 
 NAME = "report"
 HELP = "HTML report of a sweep directory (Pareto front, heatmaps, rooflines, tables)"
@@ -11,7 +12,7 @@ HELP = "HTML report of a sweep directory (Pareto front, heatmaps, rooflines, tab
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", help="a directory written by `edge-roofline sweep --out DIR`")
-    parser.add_argument("--targets-ms", type=float, nargs="*", default=None,
+    parser.add_argument("--targets-ms", type=POSITIVE_MS, nargs="*", default=None,
                         help="latency targets for the energy-optimal table (default: spread over the range)")
 
 

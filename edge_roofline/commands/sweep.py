@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from edge_roofline.commands._args import POSITIVE_MS
 
 NAME = "sweep"
 HELP = "characterise a model over a device's operating points (latency, energy, Pareto front)"
@@ -49,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--perturbation", type=float, default=0.0,
                         help="virtual board: scale its physics randomly by up to this fraction")
     parser.add_argument("--seed", type=int, default=0, help="virtual board seed")
-    parser.add_argument("--targets-ms", type=float, nargs="*", default=None,
+    parser.add_argument("--targets-ms", type=POSITIVE_MS, nargs="*", default=None,
                         help="latency targets for the energy-optimal table (default: spread over the range)")
     parser.add_argument("--no-report", action="store_true", help="skip the HTML report")
 

@@ -22,13 +22,14 @@ def suite_overrides(args) -> dict[str, dict]:
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.commands._args import SECONDS
     from edge_roofline.suite.spec import EXTRAS
     parser.add_argument("--config", default="virtual_agx_orin.yaml",
                         help="ROS 2 parameter file (a path, or a name in config/); default: %(default)s")
     parser.add_argument("--with", dest="extras", default="",
                         help=f"comma-separated extra nodes: {', '.join(s.name for s in EXTRAS)} "
                              "(foxglove_bridge: a Foxglove server, not started unless named)")
-    parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
+    parser.add_argument("--duration", type=SECONDS, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--log-dir", default="", help="write each node's output here (default: a temp dir)")
     add_suite_arguments(parser)
 

@@ -8,6 +8,7 @@ HELP = "run a live virtual Jetson (SIMULATION): sysfs tree + nvpmodel emulation 
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.commands._args import SECONDS, finite
     from edge_roofline.virtual.params import CALIBRATION
     parser.add_argument("--device", default="agx_orin_64gb", choices=sorted(CALIBRATION))
     parser.add_argument("--root", help="directory to render the tree into (created)")
@@ -21,8 +22,9 @@ def add_arguments(parser) -> None:
                         help="actuation and disturbances: settle times, EMC stall, preset change cost, "
                              "outlier bursts, sensor lag (docs/virtual_jetson.md; default: %(default)s)")
     parser.add_argument("--gpu-load", type=float, default=0.0, help="background GPU load 0..1 from another process")
-    parser.add_argument("--tick", type=float, default=0.02, help="physics step in seconds (default: %(default)s)")
-    parser.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
+    parser.add_argument("--tick", type=finite(0.0, above=True), default=0.02,
+                        help="physics step in seconds (default: %(default)s)")
+    parser.add_argument("--duration", type=SECONDS, default=0.0, help="stop after this many seconds (0: until Ctrl-C)")
     parser.add_argument("--calibration", action="store_true",
                         help="print the calibration table (virtual vs published figures) and exit")
 

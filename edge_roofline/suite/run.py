@@ -36,6 +36,10 @@ def _check_foxglove_port(params: dict[str, dict], overrides: dict) -> None:
     if not values["serve"] or int(values["port"]) == 0:
         return
     host, port = str(values["host"]), int(values["port"])
+    if not 0 <= port <= 65535:  # bind() would raise OverflowError, a traceback
+        raise FoxglovePortError(f"Foxglove port {port} is not a TCP port: give --foxglove-port N with N in "
+                                "1-65535, or 0 for any free one (in a parameter file: foxglove_bridge "
+                                "ros__parameters port)")
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
         try:
             probe.bind((host, port))

@@ -73,13 +73,6 @@ def test_an_engine_given_to_profile_asks_for_its_onnx(tmp_path, capsys):
     assert "is a TensorRT engine; this needs the ONNX model it was built from" in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("runs", ["0", "-3", "x"])
-def test_runs_below_one_is_a_usage_error(capsys, runs):
-    with pytest.raises(SystemExit) as done:
-        main(["profile", "zoo:tiny_cnn", "--runs", runs])
-    assert done.value.code == 2 and "--runs" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("content", [b"", b"junk", b"\x89MCAP0\r\n" + b"\x00" * 5])
 def test_a_damaged_recording_is_one_line_and_exit_2(tmp_path, capsys, content):
     bad = tmp_path / "session.mcap"
