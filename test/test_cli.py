@@ -41,6 +41,8 @@ def _cases(tmp_path, model):
     unknown_key = tmp_path / "unknown_key.yaml"
     unknown_key.write_text("inference:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    profile_every_frame: 10\n")
     missing = str(tmp_path / "missing")
+    malformed = tmp_path / "malformed.yaml"
+    malformed.write_text("phases: [{duration_s: 2\n")
     corrupt_sweep, empty_sweep = tmp_path / "corrupt_sweep", tmp_path / "empty_sweep"
     for sweep_dir, content in ((corrupt_sweep, "not a database"), (empty_sweep, "")):
         sweep_dir.mkdir()
@@ -52,6 +54,7 @@ def _cases(tmp_path, model):
         (["ceilings", "--device", "no_such_board"], "unknown device 'no_such_board'"),
         (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),
         (["governor-eval", missing + ".yaml"], "not found"),
+        (["governor-eval", str(malformed)], f"scenario {malformed} is not valid YAML at line 2, column 1: expected"),
         (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
         (["recording", missing + ".mcap"], "not found"),
         (["report", missing], "holds no sweep"),
@@ -60,6 +63,8 @@ def _cases(tmp_path, model):
         (["report", str(empty_sweep)], "holds no sweep (sweep.sqlite is empty)"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
          "invalid sweep settings: runs=0"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--points", str(malformed)],
+         f"--points {malformed} is not valid YAML at line 2, column 1"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--idle-s", "inf",
           "--out", str(tmp_path / "s")], "invalid sweep settings: idle_s=inf"),
         (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "

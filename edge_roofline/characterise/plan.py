@@ -10,6 +10,7 @@ from pathlib import Path
 
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.suite.errors import yaml_problem
 
 POINT_SETS = ("presets", "grid", "all")
 _POINT_KEYS = {f.name for f in fields(OperatingPoint)}
@@ -53,14 +54,17 @@ def load_points_file(path: str | Path) -> list[OperatingPoint]:
     if not path.is_file():
         raise PlanError(f"--points {path}: not presets, grid, all or an existing file")
     text = path.read_text()
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        try:
             data = yaml.safe_load(text)
-        else:
+        except yaml.YAMLError as exc:
+            raise PlanError(f"--points {path} is {yaml_problem(exc)}") from None
+    else:
+        try:
             data = json.loads(text)
-    except Exception as exc:  # any parser error: the file is not what it should be
-        raise PlanError(f"{path}: cannot parse ({exc})") from exc
+        except ValueError as exc:
+            raise PlanError(f"--points {path} is not valid JSON ({exc})") from None
     if isinstance(data, dict) and "points" in data:
         data = data["points"]
     if not isinstance(data, list) or not data:

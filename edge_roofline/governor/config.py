@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from edge_roofline.governor.settings import section_class, setting
+from edge_roofline.suite.errors import yaml_problem
 
 MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase
@@ -216,7 +217,7 @@ def parse_streams(text: str) -> tuple[StreamConfig, ...]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{where} is not valid YAML ({str(exc).splitlines()[0]}); write e.g. "
+        raise ConfigError(f"{where} is {yaml_problem(exc)}; write e.g. "
                           f"[{{name: detector, target_latency_ms: 30}}]") from None
     if isinstance(data, Mapping) and "streams" in data:
         data = data["streams"]
@@ -365,8 +366,10 @@ class GovernorConfig:
 
         try:
             data = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        except OSError as exc:
             raise ConfigError(f"cannot read governor config {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"governor config {path} is {yaml_problem(exc)}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"governor config {path} must be a mapping, got {type(data).__name__}")
         return cls.from_dict(data.get("governor", data))

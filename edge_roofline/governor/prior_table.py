@@ -11,6 +11,7 @@ from typing import Any
 
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.suite.errors import yaml_problem
 
 from .config import ConfigError
 from .predictor import Observation, Predictor, sustained_rate
@@ -46,7 +47,10 @@ def load_table(path: str | Path) -> OperatingPointTable:
     text = path.read_text()
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
-        data = yaml.safe_load(text)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:  # not a ValueError: fit_prior_table would pass its traceback on
+            raise ValueError(f"{path} is {yaml_problem(exc)}") from None
     else:
         data = json.loads(text)
     if not isinstance(data, dict) or data.get("format") != TABLE_FORMAT:

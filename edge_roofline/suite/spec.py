@@ -16,6 +16,7 @@ import yaml
 
 from edge_roofline.paths import config_dirs
 from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
+from edge_roofline.suite.errors import yaml_problem
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
@@ -151,9 +152,7 @@ def load_params(path: str | Path) -> dict[str, dict]:
         raise ValueError(f"parameter file {path} not found; pass an existing file "
                          f"(shipped ones are in {[str(d) for d in config_dirs()]})") from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ValueError(f"parameter file {path} is not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise ValueError(f"parameter file {path} is {yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"parameter file {path}: top level must map node names to "
                          f"{{ros__parameters: ...}}, got {type(data).__name__}")

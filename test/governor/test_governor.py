@@ -187,3 +187,6 @@ def test_prior_table_of_another_model_or_a_simulation_is_refused(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="prior_table .*bad.json"):
         make(tmp_path, prior_table=str(tmp_path / "bad.json"))
+    (tmp_path / "bad.yaml").write_text("device: [agx")  # a YAML parser's error is no ValueError: it must be caught too
+    with pytest.raises(ConfigError, match="prior_table .*bad.yaml is not valid YAML at line 1, column 13"):
+        make(tmp_path, prior_table=str(tmp_path / "bad.yaml"))

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from edge_roofline.suite.errors import yaml_problem
+
 from ..config import ConfigError
 
 
@@ -64,8 +66,10 @@ def _read(path: Path) -> dict:
 
     try:
         data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
         raise ConfigError(f"cannot read scenario {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"scenario {path} is {yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"scenario {path}: expected a mapping of keys, got {type(data).__name__}")
     return data

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 from edge_roofline.paths import config_dirs
+from edge_roofline.suite.errors import yaml_problem
 
 from ..config import DEFAULT_STREAM, ConfigError, GovernorConfig
 
@@ -357,6 +358,8 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     path = resolve_scenario_path(name_or_path)
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"scenario {path} is {yaml_problem(exc)}") from None
     return scenario_from_dict(data, name=str(path), base=path.parent)
