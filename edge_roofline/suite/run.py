@@ -99,4 +99,8 @@ def _run(config, extras, record, duration_s, log_dir, overrides, stop: StopSigna
             print(f"virtual Jetson {jetson.device.key} (SIMULATION) left in {_mode_name(jetson)}")
         if codes:
             print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
+    for child in supervisor.children:  # still starting at the stop, then failed: its line, and the run fails
+        if code == 0 and codes.get(child.name) == 2:
+            print(f"node {child.name} could not start:\n{supervisor.tail(child)}")
+            code = 2
     return code

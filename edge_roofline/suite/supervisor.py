@@ -66,13 +66,15 @@ class Supervisor:
         return [c for c in self.children if c.proc.poll() is not None]
 
     def wait(self, should_stop, poll_s: float = 0.2) -> Managed | None:
-        """Block until ``should_stop()`` or a child exits; returns the exited child, if any."""
-        while not should_stop():
+        """Block until ``should_stop()`` or a child exits; returns the exited child, if any. A child
+        that exited in the last poll before the stop is returned too, so its failure is reported."""
+        while True:
             gone = self.exited()
             if gone:
                 return gone[0]
+            if should_stop():
+                return None
             time.sleep(poll_s)
-        return None
 
     def stop_all(self, timeout_s: float = 10.0) -> dict[str, int]:
         codes = {}

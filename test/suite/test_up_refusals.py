@@ -60,3 +60,15 @@ def test_up_without_a_bridge_says_how_to_get_one(ros_env, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Foxglove: no server (add --with foxglove_bridge; ros2 launch: with:=foxglove_bridge)" in done.stdout
     assert "stopped: power_monitor=0" in done.stdout, done.stdout
+
+
+def test_a_node_that_failed_just_before_the_end_is_reported(tmp_path):
+    """--duration ending in the same poll as a node's failure: the failure wins (its line is shown,
+    up exits 2); it was exit 0 and a bare 'inference=2' in the stopped line."""
+    from edge_roofline.suite.supervisor import Managed, Supervisor
+
+    supervisor = Supervisor({})
+    failed = subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"])
+    failed.wait()
+    supervisor.children.append(Managed("inference", failed, None))
+    assert supervisor.wait(lambda: True) is supervisor.children[0]
