@@ -40,6 +40,8 @@ def _cases(tmp_path, model):
     scenario.write_text(STATIC_BATCH_SCENARIO.format(model=model))
     unknown_key = tmp_path / "unknown_key.yaml"
     unknown_key.write_text("inference:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    profile_every_frame: 10\n")
+    beside = tmp_path / "beside.yaml"
+    beside.write_text("inference:\n  model: zoo:tiny_cnn\n  ros__parameters:\n    backend: virtual\n")
     missing = str(tmp_path / "missing")
     malformed = tmp_path / "malformed.yaml"
     malformed.write_text("phases: [{duration_s: 2\n")
@@ -70,6 +72,8 @@ def _cases(tmp_path, model):
         (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "
                                                 "'profile_every_frame' (did you mean 'profile_every_frames'?)"),
         (["up", "--with", "camera"], "unknown extra node(s) ['camera']"),
+        (["up", "--config", str(beside)],
+         f"parameter file {beside}: node 'inference' has model beside ros__parameters; move it under ros__parameters"),
         (["up", "--config", missing + ".yaml"], "not found"),
         (["up", "--with", "foxglove_bridge", "--foxglove-port", "70000"], "Foxglove port 70000 is not a TCP port"),
         (["virtual-jetson", "--device", "agx_orin_64gb"], "--root DIR is required"),

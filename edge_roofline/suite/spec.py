@@ -161,6 +161,9 @@ def load_params(path: str | Path) -> dict[str, dict]:
         node_params = (body or {}).get("ros__parameters") if isinstance(body, dict) else None
         if not isinstance(node_params, dict):
             raise ValueError(f"parameter file {path}: node {node!r} needs a 'ros__parameters' mapping")
+        if beside := sorted(str(key) for key in body if key != "ros__parameters"):  # rcl refuses the file in every node
+            raise ValueError(f"parameter file {path}: node {node!r} has {', '.join(beside)} beside ros__parameters; "
+                             f"move it under ros__parameters")
         params[str(node).lstrip("/")] = flat_parameters(node_params)
     check_parameter_file(path, params)
     return params
