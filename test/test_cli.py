@@ -43,6 +43,8 @@ def _cases(tmp_path, model):
     beside = tmp_path / "beside.yaml"
     beside.write_text("inference:\n  model: zoo:tiny_cnn\n  ros__parameters:\n    backend: virtual\n")
     missing = str(tmp_path / "missing")
+    empty_model = tmp_path / "empty.onnx"
+    empty_model.write_bytes(b"")
     malformed = tmp_path / "malformed.yaml"
     malformed.write_text("phases: [{duration_s: 2\n")
     corrupt_sweep, empty_sweep = tmp_path / "corrupt_sweep", tmp_path / "empty_sweep"
@@ -51,7 +53,9 @@ def _cases(tmp_path, model):
         (sweep_dir / "sweep.sqlite").write_text(content)
     return [
         # argv, what the line must say
-        (["analyze", missing + ".onnx"], "missing.onnx: no such file"),
+        (["analyze", missing + ".onnx"], "missing.onnx: no such file; give an existing ONNX file, or zoo:NAME"),
+        (["analyze", str(tmp_path)], f"{tmp_path}: a directory, not a file; give an existing ONNX file"),
+        (["analyze", str(empty_model)], f"{empty_model}: not an ONNX model (no IR version, opset or nodes); give"),
         (["analyze", model, "--operating-point", "MODE_99W"], "MODE_99W"),
         (["ceilings", "--device", "no_such_board"], "unknown device 'no_such_board'"),
         (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),

@@ -127,22 +127,24 @@ def load_onnx(model):
     import onnx
     from google.protobuf.message import DecodeError
 
+    from edge_roofline.models.source import FIX
+
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
-        name = proto.graph.name or "model"
+        name = where = proto.graph.name or "model"
     else:
         path = Path(model)
         if not path.is_file():
-            raise ModelLoadError(f"{path}: no such file")
+            raise ModelLoadError(f"{path}: {'a directory, not a file' if path.is_dir() else 'no such file'}; {FIX}")
         try:
             # Weights are not needed (initializers keep their dims), so external data stays out.
             proto = onnx.load(str(path), load_external_data=False)
         except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as exc:
-            raise ModelLoadError(f"{path}: not a readable ONNX model ({exc})") from exc
-        name = path.stem
+            raise ModelLoadError(f"{path}: not a readable ONNX model ({' '.join(str(exc).split())}); {FIX}") from exc
+        name, where = path.stem, str(path)  # the error names the file the user gave (an empty one too)
     if proto.ir_version <= 0 or not proto.opset_import or not proto.graph.node:
-        raise ModelLoadError(f"{name}: not an ONNX model (no IR version, opset or nodes)")
+        raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or nodes); {FIX}")
     _drop_weight_data(proto)
     return proto, name
 
