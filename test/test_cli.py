@@ -69,8 +69,8 @@ def _cases(tmp_path, model):
         (["report", str(empty_sweep)], "holds no sweep (sweep.sqlite is empty)"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
          "invalid sweep settings: runs=0"),
-        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--points", str(malformed)],
-         f"--points {malformed} is not valid YAML at line 2, column 1"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--points", str(malformed),
+          "--out", str(tmp_path / "refused")], f"--points {malformed} is not valid YAML at line 2, column 1"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--idle-s", "inf",
           "--out", str(tmp_path / "s")], "invalid sweep settings: idle_s=inf"),
         (["up", "--config", str(unknown_key)], f"parameter file {unknown_key}: inference: unknown key "
@@ -90,6 +90,7 @@ def test_each_command_reports_a_user_error_on_one_line(tmp_path, model, capsys):
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and err.startswith(f"edge-roofline {argv[0]}: error: "), (argv, err)
         assert expected in err, (argv, err)
+    assert not (tmp_path / "refused").exists()  # a sweep refused before it began leaves no empty --out
 
 
 # A number out of its range is argparse's usage error (edge_roofline.commands._args), before anything runs:

@@ -6,6 +6,7 @@ operating-point table (see docs/characterise.md)."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 from edge_roofline.commands._args import POSITIVE_MS
 
@@ -121,16 +122,24 @@ def _sweep_model(args, source: str, store, settings) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from edge_roofline.characterise import report
-    from edge_roofline.characterise.store import Store
+    from edge_roofline.characterise.store import DB_NAME, Store
     from edge_roofline.characterise.sweep import SweepSettings
 
     settings = SweepSettings(runs=args.runs, warmup=args.warmup, settle_s=args.settle_s, idle_s=args.idle_s,
                              min_window_s=args.min_window_s, layer_runs=args.layer_runs)
     previous = signal.signal(signal.SIGTERM, _terminate)
+    new_dir, new_db = not os.path.exists(args.out), not os.path.exists(os.path.join(args.out, DB_NAME))
     try:
         with Store(args.out) as store:
-            for source in args.models:
-                _sweep_model(args, source, store, settings)
+            try:
+                for source in args.models:
+                    _sweep_model(args, source, store, settings)
+            except BaseException:
+                if new_db and not store.sweeps():  # refused before any model began: no empty --out left behind
+                    store.path.unlink()
+                    if new_dir:
+                        store.dir.rmdir()
+                raise
             simulated = store.simulated
         if not args.no_report:
             path = report.render(args.out, args.targets_ms)
