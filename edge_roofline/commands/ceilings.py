@@ -63,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
         key, point = ert_gpu.gpu_identity() if args.gpu else ert.cpu_identity()
         found = cache.get(key, point, engine, precision)
         if found is None:
-            print(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}", file=sys.stderr)
-            return 1
+            raise FileNotFoundError(f"no cached {engine} {precision} ceilings in {cache.path(key, point)}; measure "
+                                    f"them first: edge-roofline ceilings{' --gpu' if args.gpu else ''} "
+                                    f"(without --cached)")
         print(_describe(found))
         if found.dram_warning:
             print(f"warning: {found.dram_warning}", file=sys.stderr)
