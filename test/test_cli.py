@@ -82,6 +82,8 @@ def _cases(tmp_path, model):
         (["up", "--config", missing + ".yaml"], "not found"),
         (["up", "--with", "foxglove_bridge", "--foxglove-port", "70000"], "Foxglove port 70000 is not a TCP port"),
         (["virtual-jetson", "--device", "agx_orin_64gb"], "--root DIR is required"),
+        (["virtual-jetson", "--root", f"{malformed}/tree"],
+         f"cannot write a virtual Jetson's tree under {malformed}/tree (Not a directory"),
     ]
 
 

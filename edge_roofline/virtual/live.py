@@ -92,6 +92,10 @@ def wait_for_live_board(root: str | Path, timeout_s: float, poll_s: float = 0.05
     return True
 
 
+class TreeRootError(OSError):
+    """The directory given for a virtual Jetson's tree cannot hold it."""
+
+
 class LiveVirtualJetson:
     """``start()`` renders the tree and steps the board every ``tick_s`` in a thread until
     ``stop()``; ``step()`` is one step, for tests that drive it themselves."""
@@ -121,15 +125,20 @@ class LiveVirtualJetson:
         self._next_conversion_s = -math.inf  # on the clock step() is given
         self._presented: dict[str, tuple[float, float]] = {}
         self._rail_files = rail_value_files(self.device)
-        self.root.mkdir(parents=True, exist_ok=True)
-        render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
-        set_background_load(self.root)
-        self._write_silicon()
-        # Written last: its presence tells other processes the tree is complete (wait_for_live_board).
-        _write_json(self.root / RUN_DIR / "physics.json",
-                    {"device": self.device.key, "seed": seed, "perturbation": perturbation,
-                     "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
-                     "label": "SIMULATION"})
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
+            set_background_load(self.root)
+            self._write_silicon()
+            # Written last: its presence tells other processes the tree is complete (wait_for_live_board).
+            _write_json(self.root / RUN_DIR / "physics.json",
+                        {"device": self.device.key, "seed": seed, "perturbation": perturbation,
+                         "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
+                         "label": "SIMULATION"})
+        except OSError as exc:  # errno's text alone ("Not a directory: ...") names neither the tree nor the fix
+            raise TreeRootError(f"cannot write a virtual Jetson's tree under {self.root} ({exc.strerror}: "
+                                f"{exc.filename}); give a writable directory (--root, or sysfs_root in the "
+                                f"parameter file)") from None
 
     # ---- one step ------------------------------------------------------------------------
     def _follow_controls(self) -> None:
