@@ -47,10 +47,7 @@ def _write_json(path: str | None, data: dict) -> None:
 
 def run_generation(args, path) -> int:
     from edge_roofline.governor.eval.generation import evaluate, load_generation_scenario, table, to_dict
-    from edge_roofline.governor.eval.scenario import ScenarioError
 
-    if args.seeds < 1:
-        raise ScenarioError(f"--seeds must be >= 1, got {args.seeds}")
     sc = load_generation_scenario(path)
     runs = evaluate(sc, tuple(range(args.seeds)))
     print(table(sc, runs))
