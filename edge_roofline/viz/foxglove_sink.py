@@ -24,16 +24,29 @@ class FoxgloveServerError(OSError):
     """The WebSocket server could not start (most often: its port is taken)."""
 
 
+class RecordPathError(OSError):
+    """The MCAP file to record cannot be opened for writing."""
+
+
 class FoxgloveSink:
     def __init__(self, *, serve: bool = True, host: str = "127.0.0.1", port: int = 8765,
                  mcap_path: str | Path | None = None, name: str = "edge_roofline") -> None:
         if not serve and mcap_path is None:
             raise ValueError("FoxgloveSink needs a WebSocket server, an MCAP path, or both")
         self.context = foxglove.Context()
-        self.server = _start_server(name, host, port, self.context) if serve else None
         self.mcap_path = Path(mcap_path) if mcap_path is not None else None
-        self.mcap = (foxglove.open_mcap(str(mcap_path), allow_overwrite=True, context=self.context)
-                     if mcap_path is not None else None)
+        try:  # before the server, so a refused path leaves no server behind
+            self.mcap = (foxglove.open_mcap(str(mcap_path), allow_overwrite=True, context=self.context)
+                         if mcap_path is not None else None)
+        except OSError as exc:  # the SDK's text names no file: "Is a directory (os error 21)"
+            raise RecordPathError(f"cannot record to {mcap_path}: {exc}; give --record (mcap_path) a file "
+                                  f"in an existing, writable directory") from None
+        try:
+            self.server = _start_server(name, host, port, self.context) if serve else None
+        except BaseException:
+            if self.mcap is not None:
+                self.mcap.close()
+            raise
         self._channels: dict[str, foxglove.Channel] = {}
         self.logged: Counter[str] = Counter()  # messages per topic, since start
 

@@ -67,3 +67,11 @@ def test_a_recording_says_what_it_holds_and_when_it_is_nothing(tmp_path):
     full.close()
     assert full.recording_summary() == f"recorded 2 messages on 1 of 2 topics to {tmp_path / 'full.mcap'}"
     assert FoxgloveSink(serve=True, port=0).recording_summary() is None
+
+
+def test_a_path_it_cannot_record_to_names_the_path_and_the_fix(tmp_path):
+    import pytest
+
+    from edge_roofline.viz.foxglove_sink import RecordPathError
+    with pytest.raises(RecordPathError, match=f"cannot record to {tmp_path}: Is a directory .*; give --record"):
+        FoxgloveSink(serve=True, port=0, mcap_path=tmp_path)
