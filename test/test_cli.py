@@ -83,7 +83,8 @@ def _cases(tmp_path, model):
         (["up", "--with", "foxglove_bridge", "--foxglove-port", "70000"], "Foxglove port 70000 is not a TCP port"),
         (["virtual-jetson", "--device", "agx_orin_64gb"], "--root DIR is required"),
         (["virtual-jetson", "--root", f"{malformed}/tree"],
-         f"cannot write a virtual Jetson's tree under {malformed}/tree (Not a directory"),
+         f"cannot write a virtual Jetson's tree under {malformed}/tree (Not a directory: {malformed}/tree); give a "
+         "writable directory (edge-roofline virtual-jetson --root DIR"),
     ]
 
 

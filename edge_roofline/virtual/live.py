@@ -137,8 +137,8 @@ class LiveVirtualJetson:
                          "label": "SIMULATION"})
         except OSError as exc:  # errno's text alone ("Not a directory: ...") names neither the tree nor the fix
             raise TreeRootError(f"cannot write a virtual Jetson's tree under {self.root} ({exc.strerror}: "
-                                f"{exc.filename}); give a writable directory (--root, or sysfs_root in the "
-                                f"parameter file)") from None
+                                f"{exc.filename}); give a writable directory (edge-roofline virtual-jetson --root DIR, "
+                                f"or a node's -p sysfs_root:=DIR)") from None
 
     # ---- one step ------------------------------------------------------------------------
     def _follow_controls(self) -> None:

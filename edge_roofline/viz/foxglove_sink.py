@@ -39,8 +39,8 @@ class FoxgloveSink:
             self.mcap = (foxglove.open_mcap(str(mcap_path), allow_overwrite=True, context=self.context)
                          if mcap_path is not None else None)
         except OSError as exc:  # the SDK's text names no file: "Is a directory (os error 21)"
-            raise RecordPathError(f"cannot record to {mcap_path}: {exc}; give --record (mcap_path) a file "
-                                  f"in an existing, writable directory") from None
+            raise RecordPathError(f"cannot record to {mcap_path}: {exc}; give a file in an existing, writable "
+                                  f"directory (edge-roofline up --record FILE, or -p mcap_path:=FILE)") from None
         try:
             self.server = _start_server(name, host, port, self.context) if serve else None
         except BaseException:

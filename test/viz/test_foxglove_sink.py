@@ -73,5 +73,5 @@ def test_a_path_it_cannot_record_to_names_the_path_and_the_fix(tmp_path):
     import pytest
 
     from edge_roofline.viz.foxglove_sink import RecordPathError
-    with pytest.raises(RecordPathError, match=f"cannot record to {tmp_path}: Is a directory .*; give --record"):
+    with pytest.raises(RecordPathError, match=f"cannot record to {tmp_path}: Is a directory .*; give a file"):
         FoxgloveSink(serve=True, port=0, mcap_path=tmp_path)
