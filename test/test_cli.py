@@ -68,6 +68,8 @@ def _cases(tmp_path, model):
         (["report", str(corrupt_sweep)], "sweep.sqlite is not a readable sweep database (file is not a database); "
                                          "move it aside"),
         (["report", str(empty_sweep)], "holds no sweep (sweep.sqlite is empty)"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--out", str(malformed)],
+         f"--out {malformed} is a file (or under one), not a results directory; give a directory"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--runs", "0", "--out", str(tmp_path / "s")],
          "invalid sweep settings: runs=0"),
         (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--points", str(malformed),

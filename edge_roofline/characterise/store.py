@@ -123,7 +123,11 @@ class Store:
 
     def __init__(self, out_dir: str | Path) -> None:
         self.dir = Path(out_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # errno's text alone: "[Errno 17] File exists: ..."
+            raise StoreError(f"--out {self.dir} is a file (or under one), not a results directory; give a "
+                             f"directory (edge-roofline sweep MODEL --out DIR)") from None
         self.path = self.dir / DB_NAME
         self.db = sqlite3.connect(self.path)
         try:
