@@ -59,6 +59,7 @@ def _cases(tmp_path, model):
         (["analyze", model, "--operating-point", "MODE_99W"], "MODE_99W"),
         (["ceilings", "--device", "no_such_board"], "unknown device 'no_such_board'"),
         (["ceilings", "--cached", "--cache-dir", missing], "no cached cpu fp32 ceilings in "),
+        (["analyze", "zoo:tiny_cnn", "--json", str(tmp_path)], f"error: {tmp_path}: Is a directory"),
         (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),
         (["governor-eval", missing + ".yaml"], "not found"),
         (["governor-eval", str(malformed)], f"scenario {malformed} is not valid YAML at line 2, column 1: expected"),

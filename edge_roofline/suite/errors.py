@@ -33,7 +33,10 @@ def is_user_error(exc: BaseException) -> bool:
 
 
 def one_line(exc: BaseException) -> str:
-    """The message on one line (a YAML error's report spans several; a KeyError's is quoted)."""
+    """The message on one line (a YAML error's report spans several; a KeyError's is quoted; an
+    OSError from open() is ``PATH: why``, not ``[Errno 21] Is a directory: 'PATH'``)."""
+    if isinstance(exc, OSError) and not _defined_here(type(exc)) and exc.filename and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
     quoted = isinstance(exc, KeyError) and type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1
     text = exc.args[0] if quoted else str(exc)
     return " ".join(str(text).split()) or type(exc).__name__
