@@ -65,4 +65,5 @@ class Selection:
                       measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above, probes=self.learned.probe_candidates)
+                      step_above=self.dominance.step_above, probes=self.learned.probe_candidates,
+                      under_near=frozenset(self.dominance.dominated_by(found.near)))
