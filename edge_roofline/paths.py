@@ -1,5 +1,6 @@
 """Where the shipped config files are: ``config/`` beside the package in a source checkout,
-``share/edge_roofline/config`` when installed (pip venv or colcon install space)."""
+``share/edge_roofline/config`` when installed (pip venv or colcon install space); and how a config
+file's YAML error reads on one line (here, in the bottom layer, because every layer reads YAML)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,11 @@ def config_file(name: str) -> Path:
         if (d / name).is_file():
             return d / name
     raise FileNotFoundError(f"config file {name!r} not found in {[str(d) for d in config_dirs()]}")
+
+
+def yaml_problem(exc: BaseException) -> str:
+    """A YAML parser's error as ``not valid YAML at line L, column C: problem``: PyYAML's own
+    text spans several lines, quotes the source as "<unicode string>" and draws a caret."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    return f"not valid YAML{where}: {getattr(exc, 'problem', None) or ' '.join(str(exc).split())}"

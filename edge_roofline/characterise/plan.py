@@ -10,7 +10,7 @@ from pathlib import Path
 
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.devices import DeviceSpec
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 
 POINT_SETS = ("presets", "grid", "all")
 _POINT_KEYS = {f.name for f in fields(OperatingPoint)}

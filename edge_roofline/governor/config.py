@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from edge_roofline.governor.settings import section_class, setting
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 
 MODES = ("off", "advise", "active")
 PHASES = ("", "prefill", "decode")  # StreamConfig.phase

@@ -11,7 +11,7 @@ from typing import Any
 
 from edge_roofline.platforms.base import OperatingPoint
 from edge_roofline.roofline.devices import DeviceSpec
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 
 from .config import ConfigError
 from .predictor import Observation, Predictor, sustained_rate

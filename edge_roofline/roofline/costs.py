@@ -35,6 +35,8 @@ PRECISIONS = ("fp32", "fp16", "int8", "fp8", "fp4", "mixed")
 # Bytes per stored weight; int4 packs two weights per byte.
 WEIGHT_PRECISION_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 WEIGHT_PRECISIONS = tuple(WEIGHT_PRECISION_BYTES)
+# The fix a bad model file's line names (models.source says the same: a room beside, not imported).
+_FIX = "give an existing ONNX file, or zoo:NAME for a built-in model"
 
 
 class CostModelError(Exception):
@@ -127,8 +129,6 @@ def load_onnx(model):
     import onnx
     from google.protobuf.message import DecodeError
 
-    from edge_roofline.models.source import FIX
-
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
@@ -136,15 +136,15 @@ def load_onnx(model):
     else:
         path = Path(model)
         if not path.is_file():
-            raise ModelLoadError(f"{path}: {'a directory, not a file' if path.is_dir() else 'no such file'}; {FIX}")
+            raise ModelLoadError(f"{path}: {'a directory, not a file' if path.is_dir() else 'no such file'}; {_FIX}")
         try:
             # Weights are not needed (initializers keep their dims), so external data stays out.
             proto = onnx.load(str(path), load_external_data=False)
         except (DecodeError, ValueError, RuntimeError, UnicodeDecodeError) as exc:
-            raise ModelLoadError(f"{path}: not a readable ONNX model ({' '.join(str(exc).split())}); {FIX}") from exc
+            raise ModelLoadError(f"{path}: not a readable ONNX model ({' '.join(str(exc).split())}); {_FIX}") from exc
         name, where = path.stem, str(path)  # the error names the file the user gave (an empty one too)
     if proto.ir_version <= 0 or not proto.opset_import or not proto.graph.node:
-        raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or nodes); {FIX}")
+        raise ModelLoadError(f"{where}: not an ONNX model (no IR version, opset or nodes); {_FIX}")
     _drop_weight_data(proto)
     return proto, name
 

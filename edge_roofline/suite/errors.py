@@ -41,10 +41,3 @@ def one_line(exc: BaseException) -> str:
     text = exc.args[0] if quoted else str(exc)
     return " ".join(str(text).split()) or type(exc).__name__
 
-
-def yaml_problem(exc: BaseException) -> str:
-    """A YAML parser's error as ``not valid YAML at line L, column C: problem``: PyYAML's own
-    text spans several lines, quotes the source as "<unicode string>" and draws a caret."""
-    mark = getattr(exc, "problem_mark", None)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    return f"not valid YAML{where}: {getattr(exc, 'problem', None) or one_line(exc)}"

@@ -16,7 +16,7 @@ import yaml
 
 from edge_roofline.paths import config_dirs
 from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 
 from ..config import ConfigError
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 from edge_roofline.paths import config_dirs
-from edge_roofline.suite.errors import yaml_problem
+from edge_roofline.paths import yaml_problem
 
 from ..config import DEFAULT_STREAM, ConfigError, GovernorConfig
 
