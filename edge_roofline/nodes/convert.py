@@ -289,8 +289,10 @@ def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
         try:
             dtype = np.dtype(t.dtype).newbyteorder("<")
         except TypeError:  # numpy's word for an unknown dtype name
-            raise ValueError(f"tensor {t.name!r}: dtype {t.dtype!r} is not a numpy dtype name "
-                             f"(e.g. float32, uint8)") from None
+            dtype = None
+        if dtype is None or dtype.kind not in "biufc":  # object, str, void: no numbers to read from bytes
+            raise ValueError(f"tensor {t.name!r}: dtype {t.dtype!r} is not a numeric numpy dtype "
+                             f"(e.g. float32, uint8)")
         expected = math.prod(t.shape)  # exact: numpy's product wraps around on huge shapes
         if len(t.data) != expected * dtype.itemsize:
             raise ValueError(f"tensor {t.name!r}: {len(t.data)} bytes of data, shape {list(t.shape)} of "
