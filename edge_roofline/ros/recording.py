@@ -36,7 +36,7 @@ class RecordingSummary:
     last_report: object = None  # the last decoded RooflineReport
     frames_not_run: int = 0  # stats of frames that never ran (latency 0)
     latency_not_measured: int = 0  # ran, but NaN/Inf latency: left out of the percentiles
-    power_windows_not_measured: int = 0  # NaN average power (the monitor measured none): no energy there
+    power_windows_not_measured: int = 0  # NaN (the monitor measured none) or negative power: no energy there
 
     def lines(self) -> list[str]:
         sim = " [SIMULATION: virtual Jetson]" if self.simulated else ""
@@ -44,7 +44,8 @@ class RecordingSummary:
                 f"frames_failed and last_error in {topics.INFERENCE_STATS})" if self.frames_not_run else "",
                 f"{self.latency_not_measured} inference(s) with a NaN/Inf latency left out of the percentiles"
                 if self.latency_not_measured else "",
-                f"{self.power_windows_not_measured} power window(s) without a measurement: energy and "
+                f"{self.power_windows_not_measured} power window(s) without a plausible measurement (NaN, Inf "
+                f"or negative): energy and "
                 f"energy/inference leave them out (an undercount)" if self.power_windows_not_measured else ""]
         return [f"{self.path}: {self.duration_s:.1f} s{sim}",
                 f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, "
@@ -101,9 +102,11 @@ def read_recording(path: str | Path) -> RecordingSummary:
     ran = [m.latency_ms for _, m in stats if m.latency_ms != 0.0]  # 0: never ran (convert.latency_s_from_stats)
     measured = [ms for ms in ran if math.isfinite(ms)]  # one NaN would make every percentile NaN
     latencies = np.array(measured or [math.nan])
-    energy_j = sum(m.window_energy_j for _, m in power if math.isfinite(m.window_energy_j))
-    window_s = sum(m.window_energy_j / m.average_power_w for _, m in power
-                   if math.isfinite(m.average_power_w) and m.average_power_w > 0)
+    # A module draws power, never gives it back: a negative window is a broken sensor reading.
+    measured_power = [m for _, m in power if math.isfinite(m.average_power_w) and m.average_power_w >= 0
+                      and math.isfinite(m.window_energy_j)]
+    energy_j = sum(m.window_energy_j for m in measured_power)
+    window_s = sum(m.window_energy_j / m.average_power_w for m in measured_power if m.average_power_w > 0)
     points = _changes(m.operating_point.name or m.nvpmodel_mode for _, m in power)
     return RecordingSummary(
         path=str(path), duration_s=max(times) - min(times), inferences=len(ran),
@@ -115,4 +118,4 @@ def read_recording(path: str | Path) -> RecordingSummary:
         power_series=[(t, m.average_power_w) for t, m in power],
         last_report=reports[-1] if reports else None, frames_not_run=len(stats) - len(ran),
         latency_not_measured=len(ran) - len(measured),
-        power_windows_not_measured=sum(not math.isfinite(m.average_power_w) for _, m in power))
+        power_windows_not_measured=len(power) - len(measured_power))
