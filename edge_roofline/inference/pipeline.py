@@ -127,14 +127,6 @@ class InferencePipeline:
                 self.counters.dropped += 1
             self._cond.notify()
 
-    def reject(self, reason: str) -> None:
-        """An input that arrived but cannot become a frame (an undecodable tensor message): counted
-        as received and rejected, with the reason, like a bad image."""
-        with self._cond:
-            self.counters.received += 1
-            self.counters.rejected += 1
-            self.counters.last_error = reason
-
     def note_error(self, message: str, worker_died: bool = False) -> None:
         """An error outside a frame (a worker death, a failed close), counted and reported."""
         with self._cond:

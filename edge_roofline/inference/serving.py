@@ -67,6 +67,7 @@ class Frame:
     data: bytes | memoryview = b""
     is_bigendian: bool = False
     tensors: dict[str, np.ndarray] | None = None
+    problem: str = ""  # why an input that arrived cannot feed the model (an undecodable message)
 
 
 def describe(exc: BaseException) -> str:
@@ -127,6 +128,8 @@ class LoadedModel:
                                 layout="nhwc" if nhwc else "nchw", dtype=self.input.dtype)
 
     def feeds(self, frame: Frame) -> dict[str, np.ndarray]:
+        if frame.problem:  # rejected where bad images are: counted, logged and in a stats message
+            raise ValueError(frame.problem)
         if frame.tensors is not None:
             return self.backend.check_feeds(frame.tensors)
         array, order = image_to_array(frame.encoding, frame.width, frame.height, frame.step, frame.data,

@@ -282,12 +282,21 @@ def tensor_array_msg(outputs: dict[str, np.ndarray], header: Header) -> TensorAr
 
 
 def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
+    """Raises ValueError (the message says what is wrong) for any tensor that cannot be read:
+    the node rejects and counts the message instead of dying on it."""
     out = {}
     for t in msg.tensors:
-        dtype = np.dtype(t.dtype).newbyteorder("<")
+        try:
+            dtype = np.dtype(t.dtype).newbyteorder("<")
+        except TypeError:  # numpy's word for an unknown dtype name
+            dtype = None
+        if dtype is None or dtype.kind not in "biufc":  # object, str, void: no numbers to read from bytes
+            raise ValueError(f"tensor {t.name!r}: dtype {t.dtype!r} is not a numeric numpy dtype "
+                             f"(e.g. float32, uint8)")
+        expected = math.prod(t.shape)  # exact: numpy's product wraps around on huge shapes
+        if len(t.data) != expected * dtype.itemsize:
+            raise ValueError(f"tensor {t.name!r}: {len(t.data)} bytes of data, shape {list(t.shape)} of "
+                             f"{t.dtype} needs {expected * dtype.itemsize}")
         array = np.frombuffer(bytes(t.data), dtype=dtype)
-        expected = int(np.prod(t.shape)) if len(t.shape) else 1
-        if array.size != expected:
-            raise ValueError(f"tensor {t.name!r}: {array.size} {t.dtype} values for shape {list(t.shape)}")
         out[t.name] = array.reshape(tuple(t.shape)).astype(dtype.newbyteorder("="))
     return out

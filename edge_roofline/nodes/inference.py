@@ -115,13 +115,12 @@ class InferenceNode(Node):
     def on_tensors(self, msg: TensorArray) -> None:
         self.input_loss.observe(msg.header.stamp)
         try:
-            tensors = convert.tensors_from_msg(msg)
+            tensors, problem = convert.tensors_from_msg(msg), ""
         except ValueError as exc:
-            self.pipeline.reject(f"bad tensor input: {exc}")
-            self.get_logger().error(f"bad tensor input: {exc}", throttle_duration_sec=5.0)
-            return
+            # Rejected by the worker like a bad image: its stats message shows the count and why.
+            tensors, problem = None, f"bad tensor input: {exc}"
         self.pipeline.submit(Frame(arrival_s=self._now_s(), stamp=msg.header.stamp, frame_id=msg.header.frame_id,
-                                   tensors=tensors))
+                                   tensors=tensors, problem=problem))
 
     # ---- runtime model switch (nodes/model_switch.py: validate on set, act after) ---------
     def _prepare(self, p: dict):

@@ -23,7 +23,7 @@ class RecordingError(ValueError):
 class RecordingSummary:
     path: str
     duration_s: float
-    inferences: int
+    inferences: int  # frames the model ran (rejected or failed frames publish latency 0: not counted)
     latency_p50_ms: float
     latency_p95_ms: float
     mean_power_w: float
@@ -34,14 +34,25 @@ class RecordingSummary:
     report_points: list[str] = field(default_factory=list)  # where the roofline reports were profiled
     power_series: list[tuple[float, float]] = field(default_factory=list)  # (t_s, W)
     last_report: object = None  # the last decoded RooflineReport
+    frames_not_run: int = 0  # stats of frames that never ran (latency 0)
+    latency_not_measured: int = 0  # ran, but NaN/Inf latency: left out of the percentiles
+    power_windows_not_measured: int = 0  # NaN (the monitor measured none) or negative power: no energy there
 
     def lines(self) -> list[str]:
         sim = " [SIMULATION: virtual Jetson]" if self.simulated else ""
+        gaps = [f"{self.frames_not_run} frame(s) never ran (rejected or failed: see frames_rejected, "
+                f"frames_failed and last_error in {topics.INFERENCE_STATS})" if self.frames_not_run else "",
+                f"{self.latency_not_measured} inference(s) with a NaN/Inf latency left out of the percentiles"
+                if self.latency_not_measured else "",
+                f"{self.power_windows_not_measured} power window(s) without a plausible measurement (NaN, Inf "
+                f"or negative): energy and "
+                f"energy/inference leave them out (an undercount)" if self.power_windows_not_measured else ""]
         return [f"{self.path}: {self.duration_s:.1f} s{sim}",
                 f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, "
                 f"p95 {self.latency_p95_ms:.2f} ms",
                 f"mean power {self.mean_power_w:.2f} W, energy {self.energy_j:.2f} J, "
                 f"energy/inference {self.energy_per_inference_j * 1e3:.2f} mJ",
+                *(f"note: {gap}" for gap in gaps if gap),
                 f"operating points: {' -> '.join(self.operating_points) or 'n/a'}",
                 f"roofline reports at: {' -> '.join(self.report_points) or 'n/a'}"]
 
@@ -88,17 +99,23 @@ def read_recording(path: str | Path) -> RecordingSummary:
     if not times:
         raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
                              f"{topics.POWER_TELEMETRY}); record them with foxglove_bridge mcap_path:=FILE")
-    latencies = np.array([m.latency_ms for _, m in stats]) if stats else np.array([math.nan])
-    energy_j = sum(m.window_energy_j for _, m in power if math.isfinite(m.window_energy_j))
-    window_s = sum(m.window_energy_j / m.average_power_w for _, m in power
-                   if math.isfinite(m.average_power_w) and m.average_power_w > 0)
+    ran = [m.latency_ms for _, m in stats if m.latency_ms != 0.0]  # 0: never ran (convert.latency_s_from_stats)
+    measured = [ms for ms in ran if math.isfinite(ms)]  # one NaN would make every percentile NaN
+    latencies = np.array(measured or [math.nan])
+    # A module draws power, never gives it back: a negative window is a broken sensor reading.
+    measured_power = [m for _, m in power if math.isfinite(m.average_power_w) and m.average_power_w >= 0
+                      and math.isfinite(m.window_energy_j)]
+    energy_j = sum(m.window_energy_j for m in measured_power)
+    window_s = sum(m.window_energy_j / m.average_power_w for m in measured_power if m.average_power_w > 0)
     points = _changes(m.operating_point.name or m.nvpmodel_mode for _, m in power)
     return RecordingSummary(
-        path=str(path), duration_s=max(times) - min(times), inferences=len(stats),
+        path=str(path), duration_s=max(times) - min(times), inferences=len(ran),
         latency_p50_ms=float(np.percentile(latencies, 50)), latency_p95_ms=float(np.percentile(latencies, 95)),
         mean_power_w=energy_j / window_s if window_s > 0 else math.nan, energy_j=energy_j,
-        energy_per_inference_j=energy_j / len(stats) if stats and energy_j > 0 else math.nan,
+        energy_per_inference_j=energy_j / len(ran) if ran and energy_j > 0 else math.nan,
         simulated=any(m.simulated for _, m in power) or any(m.simulated for _, m in stats),
         operating_points=points, report_points=_changes(m.operating_point.name for m in reports),
         power_series=[(t, m.average_power_w) for t, m in power],
-        last_report=reports[-1] if reports else None)
+        last_report=reports[-1] if reports else None, frames_not_run=len(stats) - len(ran),
+        latency_not_measured=len(ran) - len(measured),
+        power_windows_not_measured=len(power) - len(measured_power))

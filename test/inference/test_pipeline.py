@@ -110,10 +110,15 @@ def test_invalid_config_lists_all_problems():
         InferenceConfig(model="zoo:tiny_cnn", queue_depth=0, precision="fp64").validate()
 
 
-def test_an_input_that_cannot_become_a_frame_is_counted():
+def test_an_input_that_cannot_become_a_frame_is_rejected_in_a_result_of_its_own():
+    """An undecodable tensor message: its own result (the node's stats message), not only a count
+    that waits for the next good frame (with nothing but bad input, nothing was published)."""
     p = pipeline()
-    p.reject("bad tensor input: tensor 'x': 3 float32 values for shape [2, 2]")
-    p.submit(image_frame(0.0))
+    p.submit(Frame(arrival_s=0.0, problem="bad tensor input: tensor 'x': 7 bytes of data, shape [2] of float32 "
+                                          "needs 8"))
     result = p.process_next()
-    assert result.counters.received == 2 and result.counters.rejected == 1 and result.counters.processed == 1
-    assert "bad tensor input" in result.counters.last_error
+    assert result.counters.received == 1 and result.counters.rejected == 1 and result.counters.processed == 0
+    assert result.error == ("frame 1 rejected: bad tensor input: tensor 'x': 7 bytes of data, shape [2] of float32 "
+                            "needs 8")
+    p.submit(image_frame(0.0))
+    assert p.process_next().counters.processed == 1

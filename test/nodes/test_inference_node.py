@@ -13,7 +13,7 @@ from sensor_msgs.msg import CompressedImage, Image
 from edge_roofline.models import zoo
 
 from edge_roofline.ros import topics
-from edge_roofline.msg import InferenceStats, RooflineReport, TensorArray
+from edge_roofline.msg import InferenceStats, RooflineReport, Tensor, TensorArray
 from edge_roofline.nodes.convert import tensors_from_msg
 from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
@@ -82,3 +82,16 @@ def test_camera_to_inference_outputs_match_onnxruntime(model_path, ros_env, tmp_
     for layer in report.layers:
         assert layer.bound in ("compute", "memory", "latency")
     assert charts[0].format == "png" and bytes(charts[0].data[:8]) == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("dtype, shape, size, words", [
+    ("floaty", [2], 8, "not a numeric numpy dtype"),  # was numpy's TypeError: the node died on it
+    ("object", [1], 8, "not a numeric numpy dtype"),  # was numpy's 'cannot create an OBJECT array'
+    ("float32", [2], 7, "7 bytes of data"),
+    ("float32", [2**31] * 3, 0, "needs 39614081257132168796771975168"),  # numpy's product wraps to 0
+])
+def test_an_unreadable_tensor_message_is_a_value_error_naming_the_problem(dtype, shape, size, words):
+    """The inference node rejects and counts what raises ValueError here; anything else killed it."""
+    bad = TensorArray(tensors=[Tensor(name="input", dtype=dtype, shape=shape, data=bytes(size))])
+    with pytest.raises(ValueError, match=words):
+        tensors_from_msg(bad)

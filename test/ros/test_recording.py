@@ -1,6 +1,8 @@
 """A recorded MCAP file is read back and analysed by the CLI."""
 
 
+import math
+
 import pytest
 from rclpy.serialization import serialize_message
 
@@ -59,3 +61,27 @@ def test_bad_recordings_name_the_problem(tmp_path):
     FoxgloveSink(serve=False, mcap_path=empty).close()
     with pytest.raises(RecordingError, match="holds none of the suite's topics"):
         read_recording(empty)
+
+
+def test_frames_that_never_ran_and_nan_measurements_are_named_not_averaged(tmp_path, capsys):
+    """A rejected frame's stats (latency 0) is no inference; one NaN latency must not make the
+    percentiles NaN; a power window the monitor could not measure (NaN, energy 0) or a broken
+    sensor's negative one is named, not summed."""
+    path = tmp_path / "gaps.mcap"
+    sink = FoxgloveSink(serve=False, mcap_path=path)
+    for i, latency_ms in enumerate([10.0] * 8 + [0.0, 0.0, math.nan, math.inf]):
+        stats = InferenceStats(frame_index=i + 1, latency_ms=latency_ms, simulated=True)
+        sink.log("/inference/stats", topics.TYPES[topics.INFERENCE_STATS], serialize_message(stats), int(i * 0.05e9))
+    for k, power_w in enumerate([10.0, 10.0, 10.0, math.nan, -1e6]):  # -1e6: a rail file read -99999999 mA
+        msg = PowerTelemetry(average_power_w=power_w, window_energy_j=power_w * 0.1 if math.isfinite(power_w) else 0.0,
+                             simulated=True)
+        sink.log("/power/telemetry", topics.TYPES[topics.POWER_TELEMETRY], serialize_message(msg), int(k * 0.1e9))
+    sink.close()
+    summary = read_recording(path)
+    assert summary.inferences == 10 and summary.frames_not_run == 2 and summary.latency_not_measured == 2
+    assert summary.latency_p50_ms == pytest.approx(10.0) and summary.latency_p95_ms == pytest.approx(10.0)
+    assert summary.energy_per_inference_j == pytest.approx(3.0 / 10) and summary.power_windows_not_measured == 2
+    assert cli(["recording", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 frame(s) never ran" in out and "2 inference(s) with a NaN/Inf latency" in out
+    assert "2 power window(s) without a plausible measurement" in out
