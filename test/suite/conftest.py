@@ -67,7 +67,10 @@ class Ros2:
             return subprocess.Popen(["ros2", *args], env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_default_sigint)
 
-    def wait_for(self, predicate, timeout_s: float, procs=(), what: str = "", poll_s: float = 0.5):
+    def wait_for(self, predicate, timeout_s: float, procs=(), what: str = "", poll_s: float = 0.5,
+                 fail: bool = True):
+        """The predicate's first true value within ``timeout_s``; past it, an AssertionError, or
+        the last false value where ``fail`` is False. Any of ``procs`` exiting meanwhile fails."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             value = predicate()
@@ -76,7 +79,9 @@ class Ros2:
             for proc in procs:
                 assert proc.poll() is None, f"exited with {proc.returncode} while waiting for {what}"
             time.sleep(poll_s)
-        raise AssertionError(f"no {what} within {timeout_s} s")
+        if fail:
+            raise AssertionError(f"no {what} within {timeout_s} s")
+        return value
 
     def wait_for_nodes(self, names: set[str], timeout_s: float, procs=()) -> set[str]:
         """Every node in ``names`` (fully qualified) is in the ROS graph; returns the graph's."""
