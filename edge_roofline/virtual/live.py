@@ -127,7 +127,8 @@ class LiveVirtualJetson:
         self._rail_files = rail_value_files(self.device)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s)
+            render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s,
+                        self.board.params.shunt_ohm)
             set_background_load(self.root)
             self._write_silicon()
             # Written last: its presence tells other processes the tree is complete (wait_for_live_board).

@@ -97,7 +97,7 @@ def _cpu_range(cores: list[int]) -> str:
 
 # ---- render -------------------------------------------------------------------------------------
 def render_tree(root: str | Path, device: DeviceSpec, state: BoardState,
-                ina_window_s: float = PhysicsParams.ina_window_s) -> None:
+                ina_window_s: float = PhysicsParams.ina_window_s, shunt_ohm: float = PhysicsParams.shunt_ohm) -> None:
     """Write the complete tree for ``device`` in ``state`` under ``root``."""
     root = Path(root)
     for path in [p for p in _LAST_WRITTEN if p.is_relative_to(root)]:
@@ -110,7 +110,7 @@ def render_tree(root: str | Path, device: DeviceSpec, state: BoardState,
     else:
         _render_gpu(root, device, state, paths)
         _render_emc(root, device, state)
-    _render_rails(root, device, paths, ina_window_s)
+    _render_rails(root, device, paths, ina_window_s, shunt_ohm)
     _render_thermal(root, device)
     _render_nvpmodel(root, device, state, paths)
     update_tree(root, device, state)
@@ -172,7 +172,7 @@ def _render_emc(root: Path, device: DeviceSpec, state: BoardState) -> None:
     _write(root, EMC_ISO_CAP, _hz(state.emc_max_hz) if capped else "0\n")
 
 
-def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s: float) -> None:
+def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s: float, shunt_ohm: float) -> None:
     total = device.input_power_monitor.i2c_device if device.input_power_monitor else None
     for dev, hwmon in paths.hwmon_of_i2c.items():
         chip = "ina238" if dev == total else "ina3221"
@@ -188,6 +188,7 @@ def _render_rails(root: Path, device: DeviceSpec, paths: TreePaths, ina_window_s
     for rail in device.rails:
         hwmon, k = paths.hwmon_of_i2c[rail.i2c_device], rail.channel
         _write(root, f"{hwmon}/in{k}_label", rail.label + "\n")
+        _write(root, f"{hwmon}/shunt{k}_resistor", f"{round(shunt_ohm * 1e6)}\n")  # uOhm, as the driver shows it
         _write(root, f"{hwmon}/curr{k}_max", f"{_RAIL_WARN_MA}\n")
         _write(root, f"{hwmon}/curr{k}_crit", f"{_RAIL_CRIT_MA}\n")
         _write(root, f"{hwmon}/curr{k}_max_alarm", "0\n")

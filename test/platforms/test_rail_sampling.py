@@ -102,3 +102,30 @@ def test_a_value_that_is_no_number_is_a_typed_error(root):
     assert [e.rail for e in errors] == ["VDD_GPU_SOC"] and "not a number" in str(errors[0])
     assert len(rails) == 3
     reader.close()
+
+
+def test_a_value_no_chip_can_produce_is_no_reading(root):
+    """A rail file reading -99999999 mA once made the module read -500 kW. A current past the
+    INA3221's full scale over the channel's shunt (163.8 mV over 2 mOhm: 81.9 A), a bus voltage
+    below 0 or past 32.76 V, leave the rail out of the sample with the range it broke; a value
+    at the range's edge is still a reading."""
+    for hwmon in hwmon_dirs(root):
+        for k in (1, 2, 3):
+            write(hwmon / f"shunt{k}_resistor", "2000\n")  # uOhm, as the driver shows it
+    reader = power.RailReader(power.find_rails(root))
+    vin = next(c for c in reader.channels if c.label == "VIN_SYS_5V0")
+    gpu = next(c for c in reader.channels if c.label == "VDD_GPU_SOC")
+    assert vin.current_max_ma == pytest.approx(81_900)
+    write(vin.current_path, "-99999999\n")
+    write(gpu.voltage_path, "40000\n")
+    rails, errors = reader.read()
+    assert {e.rail for e in errors} == {"VIN_SYS_5V0", "VDD_GPU_SOC"} and len(rails) == 2
+    why = {e.rail: str(e) for e in errors}
+    assert "outside the chip's range -81900..81900 mA" in why["VIN_SYS_5V0"] and "read -99999999 mA" in why["VIN_SYS_5V0"]
+    assert "outside the chip's range 0..32760 mV" in why["VDD_GPU_SOC"]
+    assert power.total_power_w(rails, ("VIN_SYS_5V0",))[0] is None  # no module power, not -500 kW
+    write(vin.current_path, "81900\n")
+    write(gpu.voltage_path, "-8\n")
+    rails, errors = reader.read()
+    assert [e.rail for e in errors] == ["VDD_GPU_SOC"] and "VIN_SYS_5V0" in {r.name for r in rails}
+    reader.close()

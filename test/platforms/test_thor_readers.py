@@ -59,6 +59,11 @@ def test_rails_and_the_ina238_total_in_microwatts(root):
     assert rails["VIN"].power_w == THOR_VIN_UW / 1e6 and rails["VIN"].voltage_v == THOR_VIN_MV / 1e3
     assert rails["VDD_GPU"].power_w == pytest.approx(19.8 * 0.099)
     assert power.total_power_w(tuple(rails.values()), ("VIN",)) == (19.78, None)
+    # The INA238's power register is unsigned: a negative power1_input is no reading.
+    vin = next(c for c in channels if c.label == "VIN")
+    vin.power_path.write_text("-5000000\n")
+    rails, errors = reader.read()
+    assert "VIN" not in {r.name for r in rails} and "outside the chip's range 0..inf uW" in str(errors[0])
     reader.close()
 
 

@@ -18,6 +18,7 @@ from edge_roofline.platforms.jetson import cpu, emc, gpu, power, thermal
 from edge_roofline.platforms.jetson.identify import identify
 from edge_roofline.platforms.jetson.nvpmodel import presets_from_conf, read_conf
 from edge_roofline.roofline.devices import CATALOGUE, get_device
+from edge_roofline.virtual.params import PhysicsParams
 from edge_roofline.virtual.state import BoardState
 from edge_roofline.virtual.sysfs_read import read_state
 from edge_roofline.virtual.sysfs_tree import render_tree, update_tree
@@ -50,8 +51,11 @@ def tree(tmp_path):
 
 def test_rails_agree_with_jetson_stats(tree):
     root, state = tree
-    ours, problems = power.RailReader(power.find_rails(root)).read()
+    channels = power.find_rails(root)
+    ours, problems = power.RailReader(channels).read()
     assert problems == ()
+    # The driver's shuntK_resistor (uOhm) bounds what a channel can read (163.8 mV full scale).
+    assert channels and all(c.current_max_ma == pytest.approx(163.8 / PhysicsParams.shunt_ohm) for c in channels)
     # jtop's service scans /sys/bus/i2c/devices; the driver folder must give the same rails.
     for scan in ("sys/bus/i2c/devices", "sys/bus/i2c/drivers/ina3221"):
         theirs = find_all_i2c_power_monitor(str(root / scan))

@@ -16,6 +16,14 @@ The chip converts continuously, every ``update_interval`` ms (a hwmon attribute 
 hwmonN); a read between two conversions returns the same value, and on a board each read is an
 I2C transaction. ``RailReader`` therefore keeps the value files open and reads each with one
 ``pread`` at offset 0 (sysfs regenerates an attribute on every read from offset 0).
+
+A value no chip can produce (a failing sensor, a driver returning garbage: -99999999 mA once
+made the module read -500 kW) is not a reading: the rail is missing from that sample, with the
+range it broke, like a file that does not read. The ranges are the chips' registers (TI
+datasheets): INA3221 bus 0-32.76 V (12 bits of 8 mV) and shunt +-163.8 mV (12 bits of 40 uV), so
+current within 163.8 mV over the channel's ``shuntK_resistor`` (uOhm, a hwmon attribute);
+INA238 bus 0-102.4 V (15 bits of 3.125 mV) and power an unsigned register. Its shunt resistor is
+not exposed, so its current has no bound here.
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ INA238_DRIVER_DIR = "/sys/bus/i2c/drivers/ina238"
 INA238_LABEL = "VIN"
 _LABEL_RE = re.compile(r"^in(\d+)_label$")
 _SUM_OF_SHUNTS_CHANNEL = 7
+INA3221_BUS_MAX_MV = 32_760
+INA3221_SHUNT_FULL_SCALE_UV = 163_800
+INA238_BUS_MAX_MV = 102_396
+_BROKEN_FIX = "a value the chip cannot produce: a failing sensor or driver; left out until it reads in range"
 
 
 @dataclass(frozen=True)
@@ -43,16 +55,18 @@ class RailChannel:
     voltage_path: Path  # mV
     current_path: Path  # mA
     power_path: Path | None = None  # uW, where the chip computes power itself (INA238)
+    bus_max_mv: int = INA3221_BUS_MAX_MV
+    current_max_ma: float | None = None  # |current| the chip can measure over its shunt (None: unknown)
 
 
 class RailReadError(PlatformError):
     """A rail's value file vanished, was unreadable or held no number: the rail is missing from
     the sample (the others are still read) until the file reads again."""
 
-    def __init__(self, rail: str, path: Path, reason: str) -> None:
+    def __init__(self, rail: str, path: Path, reason: str, fix: str | None = None) -> None:
         self.rail, self.path, self.reason = rail, path, reason
         super().__init__(f"power rail {rail} missing: {path}: {reason} "
-                         f"(is the ina3221 or ina238 driver bound? ls {path.parent})")
+                         f"({fix or f'is the ina3221 or ina238 driver bound? ls {path.parent}'})")
 
 
 def find_rails(root: str | Path = "/") -> list[RailChannel]:
@@ -69,10 +83,13 @@ def find_rails(root: str | Path = "/") -> list[RailChannel]:
             label = read_text(label_file)
             if not label or label == "NC" or number == _SUM_OF_SHUNTS_CHANNEL:
                 continue
+            shunt_uohm = read_int(hwmon / f"shunt{number}_resistor")
             channels.append(RailChannel(label, i2c_device, number,
-                                        hwmon / f"in{number}_input", hwmon / f"curr{number}_input"))
+                                        hwmon / f"in{number}_input", hwmon / f"curr{number}_input",
+                                        current_max_ma=INA3221_SHUNT_FULL_SCALE_UV / shunt_uohm * 1e3
+                                        if shunt_uohm and shunt_uohm > 0 else None))
     channels += [RailChannel(INA238_LABEL, hwmon.parent.parent.name, 1, hwmon / "in1_input",
-                             hwmon / "curr1_input", hwmon / "power1_input")
+                             hwmon / "curr1_input", hwmon / "power1_input", bus_max_mv=INA238_BUS_MAX_MV)
                  for hwmon in sorted(under(root, INA238_DRIVER_DIR).glob("*/hwmon/hwmon*"))
                  if (hwmon / "power1_input").exists()]
     return sorted(channels, key=lambda c: (c.i2c_device, c.channel))
@@ -95,18 +112,18 @@ class RailReader:
 
     def __init__(self, channels: list[RailChannel]) -> None:
         self.channels = channels
-        # Per channel: (label, voltage file, current file, power file or None), paths as str
+        # Per channel: (channel, voltage file, current file, power file or None), paths as str
         # (hashed at every read).
-        self._files = [(c.label, str(c.voltage_path), str(c.current_path),
+        self._files = [(c, str(c.voltage_path), str(c.current_path),
                         None if c.power_path is None else str(c.power_path)) for c in channels]
-        self._subsets: dict[tuple[str, ...], list[tuple[str, str, str, str | None]]] = {}
+        self._subsets: dict[tuple[str, ...], list[tuple[RailChannel, str, str, str | None]]] = {}
         self._fds: dict[str, int] = {}
         self._identity: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) of the file opened
-        for _, *paths in self._files:
-            for path in paths:
+        for c in channels:
+            for path in (c.voltage_path, c.current_path, c.power_path):
                 try:
                     if path is not None:
-                        self._open(path)
+                        self._open(str(path))
                 except OSError:
                     pass  # reported by the first read
 
@@ -132,7 +149,18 @@ class RailReader:
             if current != self._identity[path]:
                 self._forget(path)
 
-    def _value(self, rail: str, path: str) -> int:
+    def _value(self, rail: str, path: str, low: float | None = None, high: float | None = None,
+               unit: str = "") -> int:
+        """The file's integer; outside ``low``..``high`` (either may be None) a RailReadError."""
+        value = self._number(rail, path)
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"{'-inf' if low is None else f'{low:g}'}..{'inf' if high is None else f'{high:g}'}"
+            # The value stays out of the reason: a rail is logged again only when its reason changes.
+            raise RailReadError(rail, Path(path), f"outside the chip's range {bounds} {unit}",
+                                f"read {value} {unit}: {_BROKEN_FIX}")
+        return value
+
+    def _number(self, rail: str, path: str) -> int:
         try:
             fd = self._fds.get(path)
             data = os.pread(self._open(path) if fd is None else fd, 32, 0)
@@ -149,13 +177,14 @@ class RailReader:
         not (one bad rail does not lose the others)."""
         files = self._files if labels is None else self._subsets.get(labels)
         if files is None:
-            files = self._subsets[labels] = [f for f in self._files if f[0] in labels]
+            files = self._subsets[labels] = [f for f in self._files if f[0].label in labels]
         samples, errors = [], []
-        for label, voltage, current, power in files:
+        for channel, voltage, current, power in files:
+            label, limit_ma = channel.label, channel.current_max_ma
             try:
-                volts = self._value(label, voltage) / 1000.0
-                amps = self._value(label, current) / 1000.0
-                watts = volts * amps if power is None else self._value(label, power) / 1e6
+                volts = self._value(label, voltage, 0, channel.bus_max_mv, "mV") / 1000.0
+                amps = self._value(label, current, None if limit_ma is None else -limit_ma, limit_ma, "mA") / 1000.0
+                watts = volts * amps if power is None else self._value(label, power, 0, None, "uW") / 1e6
             except RailReadError as exc:
                 errors.append(exc)
                 continue
