@@ -16,6 +16,7 @@ from edge_roofline.governor.queueing import TAIL_SHARE
 from edge_roofline.governor.states import Transition
 from edge_roofline.governor.streams import Stream
 
+from .fake_law import DEVICE
 from .fake_settle import drive_settle
 from .test_moves import make
 
@@ -261,6 +262,29 @@ def test_the_inferences_a_changes_grace_held_are_no_share_of_the_late_budget(tmp
         late.note_inference(0.02 if k % 10 == 0 else 0.005, 1.0 + k / 30.0)
     late.uncount_from(2.0)
     assert len(late.late_at_s) == 3 and late.uncounted(4.0, 30.0) == 30
+
+
+def test_a_move_whose_transients_run_at_a_point_a_miss_rules_out_pays_them():
+    # Each clock runs at the lower of old and new until it settles: cpu576-gpu714-emc2133 ->
+    # cpu2202-gpu408-emc3199 runs at cpu576-gpu408-emc2133 meanwhile. Measured to miss there, the
+    # transients make late ones though both ends meet (ms_agx_slow_actuation@30: 2 late, unpaid,
+    # with 4 of a budget of 7.8 spent; a burst at the point held then made 8 of 720 late).
+    from edge_roofline.governor.rules import Dominance
+    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+
+    from .test_rules import grid
+    dominance = Dominance(DEVICE, grid())
+    held, moved_to = "MAXN/c6-cpu576-gpu714-emc2133", "MAXN/c6-cpu2202-gpu408-emc3199"
+    assert dominance.transient(held, moved_to) == dominance.transient(moved_to, held) == "MAXN/c6-cpu576-gpu408-emc2133"
+    assert dominance.transient(held, "MAXN/c6-cpu576-gpu408-emc2133") is None  # one step: its slower end
+    settle_s = 0.04
+    cost = miss_cost(30.0, settle_s, shown=False)
+    assert cost == 2 * 30.0 * settle_s  # out and back, no miss to show
+    poor = stream(30.0, 7)  # a budget of 2
+    assert unaffordable_miss(Prediction(True), [poor], settle_s, set(), 1.0, 30.0) == ""
+    why = unaffordable_miss(Prediction(True), [poor], settle_s, set(), 1.0, 30.0, through_miss=True)
+    assert "transients at a point that misses" in why
+    assert unaffordable_miss(Prediction(True), [stream(30.0, 0)], settle_s, set(), 1.0, 30.0, through_miss=True) == ""
 
 
 def test_a_stream_that_just_joined_borrows_from_the_window_ahead_only_as_long_again():
