@@ -78,6 +78,16 @@ class Dominance:
             self.unbeatable = {self.points[i].name for i in range(n)
                                if not any(keys[j] != keys[i] for j in self.above[i])}
 
+    def transient(self, a: str, b: str) -> str | None:
+        """The candidate a move between ``a`` and ``b`` runs at until it settles: each clock and the
+        cores at the lower of both (moves.py); None: not a candidate, another TPC mask, or ``a`` or ``b``."""
+        if self._keys is None or a not in self._index or b not in self._index:
+            return None
+        (mask, ka), (mask_b, kb) = self._keys[self._index[a]], self._keys[self._index[b]]
+        low = (mask, tuple(min(x, y) for x, y in zip(ka, kb)))
+        name = next((self.points[i].name for i, k in enumerate(self._keys) if k == low), None)
+        return None if mask != mask_b or name in (a, b) else name
+
     def dominated_by(self, names: set[str]) -> set[str]:
         """``names`` and every candidate that one of them dominates."""
         idx = {self._index[n] for n in names if n in self._index}

@@ -36,10 +36,13 @@ class Selection:
             safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
             probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
             doubt = choice.prediction.point.name in doubted
+            # Its transients run at each clock's lower value (moves.py): a third point, maybe one a miss rules out.
+            via = self.dominance.transient(self.current.name, choice.prediction.point.name)
+            through_miss = via is not None and via in self.dominance.dominated_by(self.findings.missed_once)
             if (choice.exploring or doubt) and unaffordable_miss(
                     choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
                     self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains,
-                    doubt):
+                    doubt, through_miss):
                 explore = explore and not choice.exploring
                 preds = [q for q in preds if not doubt or q.point.name not in doubted] or [current]
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (

@@ -181,14 +181,17 @@ def burst_going(over: Sequence[bool], percentile: float, full_window: int, backl
     return cut_burst(over, percentile, full_window, backlog) and not beyond_chance(over, percentile)
 
 
-def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0, busy_share: float = 1.0) -> float:
+def miss_cost(rate_hz: float, settle_s: float, stall_late: float = 0.0, busy_share: float = 1.0,
+              shown: bool = True) -> float:
     """The late inferences of a stream at ``rate_hz`` when a move to a point that misses is made
     and undone: those starting inside both transients (``settle_s`` each: the clocks run at the
     slower point until the move back settles), each move's ``stall_late`` (moves.Stalls), the
     MIN_EVENTS that show it and the one in flight at the escape: there is one only for the
     stream's ``busy_share`` of the time (rate x latency; 1: saturated). A 1 ms inference every
-    33 ms is seldom in flight (thor_tight@seed4: two probes cost 3 and 2 late, priced 5.4 and 4.2)."""
-    return busy_share + MIN_EVENTS + 2 * (rate_hz * settle_s + stall_late)
+    33 ms is seldom in flight (thor_tight@seed4: two probes cost 3 and 2 late, priced 5.4 and 4.2).
+    ``shown`` False: only the transients run at a point that misses (the point moved to meets): no
+    miss to show, no escape."""
+    return (busy_share + MIN_EVENTS if shown else 0.0) + 2 * (rate_hz * settle_s + stall_late)
 
 
 def busy_share(mine, rate_hz: float) -> float:
@@ -204,7 +207,7 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
                       counted_from_s: float = -math.inf, stay_s: float = 0.0,
                       clocks_settle_s: float | None = None, second_best: bool = False,
                       held_w: float | None = None, domains: frozenset[str] = frozenset(),
-                      doubted: bool = False) -> str:
+                      doubted: bool = False, through_miss: bool = False) -> str:
     """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
     made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
     fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
@@ -220,18 +223,25 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
     predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
     down one axis draws less whatever the model predicts). ``domains``: those the move changes (each
     stream's learned stall per move of them is paid twice: out and back). ``doubted``: the model's "meets" there
-    was shown wrong (a point predicted no faster missed, rules.no_faster_than): the move pays as one that may miss."""
-    if (pred.meets() and not doubted) or safe:
+    was shown wrong (a point predicted no faster missed, rules.no_faster_than): the move pays as one that may miss.
+    ``through_miss``: its transients run at a point a miss rules out (each clock at the lower of both
+    points': rules.Dominance.transient): every stream pays them, out and back, where it meets at the
+    point moved to as well (ms_agx_slow_actuation@30: cpu576-gpu714-emc2133 -> cpu2202-gpu408-emc3199
+    ran at cpu576-gpu408-emc2133, measured 1.10 x the target: 2 late unpaid, then a burst: 1.11 %)."""
+    sure = (pred.meets() and not doubted) or bool(safe)
+    if sure and not through_miss:
         return ""
     for s in streams:
-        if (mine := pred.stream(s.name)) is not None and mine.meets() and not doubted:
-            continue  # met there with its uncertainty (its transient runs at the slower point): it pays nothing
-        if second_best and now_s - s.last_late_s < window_s:
+        mine = pred.stream(s.name)
+        meets = sure or (mine is not None and mine.meets() and not doubted)  # with its uncertainty
+        if meets and not through_miss:
+            continue  # its transients at the slower point, which meets: it pays nothing
+        if second_best and not meets and now_s - s.last_late_s < window_s:
             return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
         stall_late = s.stalls.late_per_move(domains)
         busy = busy_share(mine, rate_hz)
-        cost = miss_cost(rate_hz, settle_s, stall_late, busy)
+        cost = miss_cost(rate_hz, settle_s, stall_late, busy, shown=not meets)
         # The miss's late ones come one period apart from now: those before counted_from_s are not priced (what an
         # exploration makes late in a grace is counted all the same where grace_excuses_exploring is false, core.py).
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
@@ -240,13 +250,17 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         if held_w is not None and pred.power_w >= held_w:
             return f"a probe that saves nothing over the point held may miss {s.name} after the change's grace"
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
-        # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
+        # counted over the shortest window that does (one miss per window, still TAIL_SHARE; longer
+        # by the inferences a change's grace held, no share of it: Stream.late_budget) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
-        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late, busy)
-        window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
+        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late, busy,
+                          shown=not meets)
+        holds_s = usual / (TAIL_SHARE * rate_hz) if rate_hz > 0 else 0.0
+        window = max(window_s, holds_s + s.uncounted(now_s, holds_s) / rate_hz) if rate_hz > 0 else window_s
         budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:
-            return (f"a miss would cost {s.name} {counted:.0f} late inference(s), "
+            return (f"{'transients at a point that misses' if meets else 'a miss'} would cost {s.name} "
+                    f"{counted:.0f} late inference(s), "
                     f"its late budget is {max(budget, 0.0):.1f}")
     return ""
 
