@@ -43,8 +43,12 @@ class Selection:
                     choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
                     self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains,
                     doubt, through_miss):
-                explore = explore and not choice.exploring
-                preds = [q for q in preds if not doubt or q.point.name not in doubted] or [current]
+                # A probe saving nothing over the point held (it buys only information) refused is passed over, not
+                # every exploration with it: a probe that saves (one step below the point held) is still weighed.
+                info_only = probe and held_w is not None and choice.prediction.power_w >= held_w
+                explore = explore and (info_only or not choice.exploring)
+                preds = [q for q in preds if not (doubt and q.point.name in doubted)
+                         and not (info_only and q is choice.prediction)] or [current]
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
                                                                  settle_s)):

@@ -592,3 +592,26 @@ def test_late_inferences_at_a_point_explored_in_a_grace_are_the_explorations(tmp
     st = next(iter(gov.streams.values()))
     gov.observe_inference(late_s, clock.now_s())
     assert clock.now_s() - late_s > explored_s and not st.late_at_s
+
+
+def test_a_probe_refused_for_saving_nothing_holds_no_probe_that_saves_back(tmp_path, monkeypatch):
+    """A probe refused because it saves nothing over the point held (it buys only information) is
+    passed over, not every exploration with it: a probe that saves is still weighed. Refusing one
+    turned exploring off, and the step down the memory clock under the point held was never tried
+    (ms_thor_two@seed15: a probe under a dearer point refused, 1.077 x oracle; passed over, 1.021)."""
+    real, dear, cheap = selection.choose, [], []
+
+    def choose(preds, current, **kw):
+        held_w = min((p.power_w for p in preds if p.meets()), default=current.power_w)
+        fresh = [p for p in preds if not p.meets() and p.point != current.point and p.point.name not in kw["measured"]]
+        if kw["explore"] and current.meets() and fresh:
+            pick = max(fresh, key=lambda p: p.power_w)  # the dearest first: every one saving nothing, then a saving one
+            (dear if pick.power_w >= held_w else cheap).append(pick.point.name)
+            return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)
+        return real(preds, current, **kw)
+    monkeypatch.setattr(selection, "choose", choose)
+    gov, platform, clock = make(tmp_path, target_latency_ms=8.0, late_window_s=100.0, change_grace_s=0.0)
+    monkeypatch.setattr(gov.dominance, "probes", lambda met, tried: {p.name for p in gov.candidates})
+    decisions = drive_settle(gov, platform, clock, 3.0)
+    assert dear, "the scripted choice never offered a probe that saves nothing"
+    assert any(d.applied and d.point.name in cheap for _, d in decisions), (dear[:3], cheap[:3])
