@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import math
-from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable
@@ -123,8 +122,6 @@ class Stream:
         self.late = 0  # ... and those over the target, judged or not (a move's transient included)
         self.late_now = False  # the latest one was over the target (a backlog may be draining)
         self.late_at_s: deque[float] = deque()  # when the counted late ones finished (the late budget's window)
-        self.finished_at_s: deque[float] = deque()  # when each one finished (the same window) ...
-        self.uncounted_at_s: deque[float] = deque()  # ... and those a change's grace holds (no share of the budget)
         self.late_run_from_s = math.inf  # when the first of its latest inferences late in a row started (inf: none)
         self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_late_s = -math.inf  # when the last late one finished, counted or not (no change forgets it)
@@ -250,9 +247,6 @@ class Stream:
         self.late_now = latency_s > self.config.target_latency_s
         self.late += self.late_now
         self.late_run_from_s = min(self.late_run_from_s, timestamp_s - latency_s) if self.late_now else math.inf
-        self.finished_at_s.append(timestamp_s)
-        if not counted:
-            self.uncounted_at_s.append(timestamp_s)
         if self.late_now:
             self.last_late_s = max(self.last_late_s, timestamp_s)
             if counted:
@@ -276,25 +270,12 @@ class Stream:
         may miss can spend. The streams the governor started with borrow from the window ahead
         (they are the deployment's); one that joined a running mix (``counted_since_s``) only
         as long again as it has been counted, or ``stay_s`` if longer: it may leave as soon as
-        it came, and its promise covers the inferences it had. The inferences a change's grace held
-        are no share of it: the promise, as governor-eval's criteria, counts them neither late nor on
-        time (ms_agx_slow_actuation@31: two graces, 120 of a window's 900: 7.8 late allowed, not 9)."""
-        for times in (self.late_at_s, self.finished_at_s, self.uncounted_at_s):
-            while times and times[0] < now_s - window_s:
-                times.popleft()
+        it came, and its promise covers the inferences it had."""
+        while self.late_at_s and self.late_at_s[0] < now_s - window_s:
+            self.late_at_s.popleft()
         counted_s = max(now_s - self.counted_since_s, 0.0)
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
-        return TAIL_SHARE * (self.rate_hz() * window_s - self.uncounted(now_s, window_s)) - len(self.late_at_s)
-
-    def uncounted(self, now_s: float, window_s: float) -> int:
-        """The inferences a change's grace held over the last ``window_s``."""
-        return len(self.uncounted_at_s) - bisect_left(self.uncounted_at_s, now_s - window_s)
-
-    def uncount_from(self, from_s: float) -> None:
-        """The inferences finished from ``from_s`` on are a change's: neither late nor a share of the budget."""
-        self.late_at_s = deque(t for t in self.late_at_s if t < from_s)
-        self.uncounted_at_s = deque([*(t for t in self.uncounted_at_s if t < from_s),
-                                     *(t for t in self.finished_at_s if t >= from_s)])
+        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
 
     def over(self) -> list[bool]:
         """Each sample judged here, in order: over the target or not."""
@@ -386,7 +367,7 @@ def uncount_told(s: Stream) -> float | None:
     uncounted. None: the latest one was on time (the change is dated from the call)."""
     if not s.late_now:
         return None
-    s.uncount_from(s.late_run_from_s)
+    s.late_at_s = deque(t for t in s.late_at_s if t < s.late_run_from_s)
     return s.late_run_from_s
 
 
@@ -400,5 +381,5 @@ def uncount_since(streams: list[Stream], since_s: float) -> float:
         return -math.inf
     changed_s = min(late_s)
     for s in streams:
-        s.uncount_from(changed_s)
+        s.late_at_s = deque(t for t in s.late_at_s if t < changed_s)
     return changed_s

@@ -250,13 +250,11 @@ def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: flo
         if held_w is not None and pred.power_w >= held_w:
             return f"a probe that saves nothing over the point held may miss {s.name} after the change's grace"
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
-        # counted over the shortest window that does (one miss per window, still TAIL_SHARE; longer
-        # by the inferences a change's grace held, no share of it: Stream.late_budget) --
+        # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
         usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late, busy,
                           shown=not meets)
-        holds_s = usual / (TAIL_SHARE * rate_hz) if rate_hz > 0 else 0.0
-        window = max(window_s, holds_s + s.uncounted(now_s, holds_s) / rate_hz) if rate_hz > 0 else window_s
+        window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
         budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:
             return (f"{'transients at a point that misses' if meets else 'a miss'} would cost {s.name} "

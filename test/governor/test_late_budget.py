@@ -217,7 +217,7 @@ def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
     s.calibrated_rate_hz = 30.0
     for _ in range(6):
         s.note_inference(0.02, 0.0, counted=False)
-    assert s.late == 6 and s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * (30.0 * 30.0 - 6))
+    assert s.late == 6 and s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)
     spent = stream(30.0, 9)  # its whole budget spent
     cost_s = miss_cost(30.0, 0.08) / 30.0  # how long a miss's late ones take to come
     assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s / 2)
@@ -230,38 +230,6 @@ def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
     assert st.late == 1 and not st.late_at_s
     gov.observe_inference(0.05, clock.now_s() + 2.5)
     assert list(st.late_at_s) == [clock.now_s() + 2.5]
-
-
-def test_the_inferences_a_changes_grace_held_are_no_share_of_the_late_budget(tmp_path):
-    # The promise, as governor-eval's criteria, counts a grace's inferences neither late nor on
-    # time: 1 % of a window's 900 inferences at 30 Hz is 9 late, 7.8 once two graces held 120 of
-    # them. Counting them lent ms_agx_slow_actuation@31 a step down costing 4.9 of a budget of 6
-    # (3 already late) that was 4.8: 7 late, then a burst at the point held made 10 of 720 (1.39 %).
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
-    s = stream(30.0, 0)
-    for k in range(120):  # two graces' inferences, on time
-        s.note_inference(0.005, 0.5 + k / 60.0, counted=False)
-    for k in range(3):
-        s.note_inference(0.02, 3.0 + k / 30.0)
-    assert s.uncounted(4.0, 30.0) == 120
-    assert s.late_budget(4.0, 30.0) == pytest.approx(TAIL_SHARE * (30.0 * 30.0 - 120) - 3)
-    settle_s = 0.04
-    cost = miss_cost(30.0, settle_s)
-    assert TAIL_SHARE * (30.0 * 30.0 - 120) - 3 < cost < TAIL_SHARE * 30.0 * 30.0 - 3
-    assert "late budget" in unaffordable_miss(Prediction(False), [s], settle_s, set(), 4.0, 30.0)
-    assert s.late_budget(40.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # all left the window
-    # A slow stream can still afford one miss per window that holds one: the window is longer by
-    # the inferences a grace held (15 Hz: a miss of 4.6 needs 460 counted inferences).
-    slow = stream(15.0, 0)
-    for k in range(30):
-        slow.note_inference(0.005, 0.5 + k / 15.0, counted=False)
-    assert unaffordable_miss(Prediction(False), [slow], 0.067, set(), 4.0, 30.0) == ""
-    # A change dated back (seen in the governor's own errors): every inference since is the change's.
-    late = stream(30.0, 0)
-    for k in range(60):
-        late.note_inference(0.02 if k % 10 == 0 else 0.005, 1.0 + k / 30.0)
-    late.uncount_from(2.0)
-    assert len(late.late_at_s) == 3 and late.uncounted(4.0, 30.0) == 30
 
 
 def test_a_move_whose_transients_run_at_a_point_a_miss_rules_out_pays_them():
