@@ -279,11 +279,11 @@ def measured_to_meet(preds, current, findings, dwelt: bool) -> frozenset[str]:
     a move away while near (its late count over its stays keeps the promise, it missed nothing since):
     a step down from it that misses escapes back to it, not to a dearer point met
     (agx_host_bound_p30@35: 1 late in 175 there, 1.094 x oracle at the dearer point)."""
-    findings.dwelt &= findings.near
+    findings.dwelt_near &= findings.near
     if dwelt and current.point.name in findings.near:
-        findings.dwelt.add(current.point.name)
+        findings.dwelt_near.add(current.point.name)
     return frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and (
-        q.point.name in findings.met or q.point.name in findings.dwelt))
+        q.point.name in findings.met or q.point.name in findings.dwelt_near))
 
 
 def near_bets(preds, met: frozenset[str], findings, hysteresis: float) -> frozenset[str]:
