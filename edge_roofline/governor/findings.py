@@ -25,6 +25,8 @@ class Findings:
     spent: set[str] = field(default_factory=set)
     # (point, stream): samples judged and late over the stays before the last, the last's number, its samples, late
     stays: dict[tuple[str, str], tuple[int, int, int, int, int]] = field(default_factory=dict)
+    # near and held for a dwell: held to meet after a move away while near (verdicts.measured_to_meet)
+    dwelt_near: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.missed is None:
@@ -43,6 +45,7 @@ class Findings:
         self.near.clear()
         self.spent.clear()
         self.stays.clear()
+        self.dwelt_near.clear()
 
     def unchanged_by(self, slower: bool) -> "Findings":
         """The verdicts a change of the work cannot overturn: a point that missed misses slower
@@ -50,7 +53,8 @@ class Findings:
         if slower:
             return Findings(self.verdict_ttl_s, missed=self.missed.copy(), missed_once=set(self.missed_once),
                             spent=set(self.spent))
-        return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near), spent=set(self.spent))
+        return Findings(self.verdict_ttl_s, met=set(self.met), near=set(self.near), spent=set(self.spent),
+                        dwelt_near=set(self.dwelt_near))
 
     def kept_for_targets(self, before, after) -> "Findings | None":
         """The verdicts a change of targets from ``before`` to ``after`` (StreamConfigs, in the
@@ -68,7 +72,7 @@ class Findings:
 
     def copy(self) -> "Findings":
         return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near),
-                        set(self.missed_once), set(self.spent), dict(self.stays))
+                        set(self.missed_once), set(self.spent), dict(self.stays), set(self.dwelt_near))
 
     def late_count(self, point: str, stream: str, stay: int, samples: int, late: int) -> tuple[int, int]:
         """The samples of ``stream`` judged at ``point`` over every stay there, and those late:

@@ -275,9 +275,15 @@ def measured_to_meet(preds, current, findings, dwelt: bool) -> frozenset[str]:
     whose bursts fit: those measured to (``findings.met``), and ``current`` inside the margin
     (near) once held a dwell (``dwelt``): the dwell's samples are its verdict, its late count
     keeps the promise, and a move away is a transient for nothing (ms_agx_slow_actuation@27: a
-    point ruled near over 90 samples left at once, one late in the move, 1.11 %)."""
+    point ruled near over 90 samples left at once, one late in the move, 1.11 %). It stays held after
+    a move away while near (its late count over its stays keeps the promise, it missed nothing since):
+    a step down from it that misses escapes back to it, not to a dearer point met
+    (agx_host_bound_p30@35: 1 late in 175 there, 1.094 x oracle at the dearer point)."""
+    findings.dwelt_near &= findings.near
+    if dwelt and current.point.name in findings.near:
+        findings.dwelt_near.add(current.point.name)
     return frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and (
-        q.point.name in findings.met or (dwelt and q is current and q.point.name in findings.near)))
+        q.point.name in findings.met or q.point.name in findings.dwelt_near))
 
 
 def near_bets(preds, met: frozenset[str], findings, hysteresis: float) -> frozenset[str]:
