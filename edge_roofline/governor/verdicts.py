@@ -278,7 +278,8 @@ def measured_to_meet(preds, current, findings, dwelt: bool) -> frozenset[str]:
     point ruled near over 90 samples left at once, one late in the move, 1.11 %). It stays held after
     a move away while near (its late count over its stays keeps the promise, it missed nothing since):
     a step down from it that misses escapes back to it, not to a dearer point met
-    (agx_host_bound_p30@35: 1 late in 175 there, 1.094 x oracle at the dearer point)."""
+    (agx_host_bound_p30@35: 1 late in 175 there, 1.094 x oracle at the dearer point). It records
+    the dwell in ``findings.dwelt_near`` and drops the points no longer near."""
     findings.dwelt_near &= findings.near
     if dwelt and current.point.name in findings.near:
         findings.dwelt_near.add(current.point.name)
