@@ -75,6 +75,18 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
         ignore_stop_signals()  # the process is ending: nothing may kill it while Python finalises
 
 
+def _start_interrupt_in(exc: BaseException | None) -> StartInterrupted | None:
+    """The StartInterrupted an exception was raised from or during, if any: a signal landing in a
+    native module's import comes back as that module's ImportError."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StartInterrupted):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> int:
     executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
     default_fastdds_profile()
@@ -88,6 +100,8 @@ def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> i
         try:
             node.__init__()
         except Exception as exc:
+            if (interrupted := _start_interrupt_in(exc)) is not None:
+                raise interrupted from None  # a library wrapped it (onnxruntime's import: "initialization failed")
             name = node.get_name() if getattr(node, "handle", None) is not None else executable
             _destroy_half_built(node)
             rclpy.try_shutdown()

@@ -1,7 +1,8 @@
 """Nodes whose start is interrupted (test_node_signals): with ``-p wait:=true`` it says when it
-is inside __init__ and waits, as loading a big model does; without, it sends itself SIGINT from
-inside rclpy's own Node.__init__ (where a Ctrl-C lands when sent as soon as the node shows in
-the ROS graph)."""
+is inside __init__ and waits, as loading a big model does; with ``-p wrapped:=true`` the signal
+lands in an import that wraps it in an ImportError (onnxruntime's native module does: "ImportError:
+initialization failed"); without either, it sends itself SIGINT from inside rclpy's own
+Node.__init__ (where a Ctrl-C lands when sent as soon as the node shows in the ROS graph)."""
 
 import os
 import signal
@@ -20,6 +21,13 @@ class SlowStart(Node):
             super().__init__("slow_start")
             print("loading", flush=True)
             time.sleep(60)
+        if "wrapped:=true" in sys.argv:
+            super().__init__("slow_start")
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)  # the handler runs here, as inside a native module's initialisation
+            except BaseException as exc:
+                raise ImportError("initialization failed") from exc
         original = rclpy.node.ParameterService
 
         def interrupted(node):

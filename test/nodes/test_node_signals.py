@@ -111,6 +111,17 @@ def test_a_signal_while_the_libraries_import_is_quiet(ros_env, tmp_path):
         assert_clean(log_text(log))
 
 
+def test_a_signal_a_library_wraps_while_starting_is_still_a_clean_stop(ros_env, tmp_path):
+    """Ctrl-C while `inference` imported onnxruntime (2 s into its start) ended it with onnxruntime's
+    "ImportError: initialization failed" traceback and exit 1."""
+    log = tmp_path / "wrapped.log"
+    proc = start("", ros_env, {"wrapped": True}, log, module="test.nodes.slow_start")
+    proc.wait(30)
+    assert proc.returncode == 0, log_text(log)
+    assert "slow_start: stopped by SIGINT while starting" in log_text(log)
+    assert_clean(log_text(log))
+
+
 def test_a_signal_inside_rclpy_node_init_is_clean_too(ros_env, tmp_path):
     """A node is in the ROS graph before rclpy's Node.__init__ has made its parameter services:
     a Ctrl-C sent on seeing it there lands inside rclpy's own __init__ (here: on purpose)."""
