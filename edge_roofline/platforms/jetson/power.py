@@ -60,8 +60,9 @@ class RailChannel:
 
 
 class RailReadError(PlatformError):
-    """A rail's value file vanished, was unreadable or held no number: the rail is missing from
-    the sample (the others are still read) until the file reads again."""
+    """A rail's value file vanished, was unreadable, held no number or one the chip cannot
+    produce: the rail is missing from the sample (the others are still read) until the file reads
+    again, in range."""
 
     def __init__(self, rail: str, path: Path, reason: str, fix: str | None = None) -> None:
         self.rail, self.path, self.reason = rail, path, reason
@@ -119,11 +120,11 @@ class RailReader:
         self._subsets: dict[tuple[str, ...], list[tuple[RailChannel, str, str, str | None]]] = {}
         self._fds: dict[str, int] = {}
         self._identity: dict[str, tuple[int, int]] = {}  # (st_dev, st_ino) of the file opened
-        for c in channels:
-            for path in (c.voltage_path, c.current_path, c.power_path):
+        for _, *paths in self._files:
+            for path in paths:
                 try:
                     if path is not None:
-                        self._open(str(path))
+                        self._open(path)
                 except OSError:
                     pass  # reported by the first read
 
