@@ -229,7 +229,8 @@ class Governor(Selection):
         that still hold stay (Learned.surprised). Nothing told of the change: it is dated by its
         first late inference there, and its grace runs from then (none if it showed none)."""
         kept = self.learned.surprised(streams, slower)
-        self._new_workload(forget_mixes=False, changed_s=uncount_since(streams, since_s))
+        self._new_workload(forget_mixes=False, changed_s=uncount_since(
+            streams, since_s, self.config.change_grace_s if slower else 0.0))
         self.learned.findings = kept
 
     def _workload_changed(self, changed: Stream) -> None:

@@ -125,6 +125,8 @@ class Stream:
         self.late_run_from_s = math.inf  # when the first of its latest inferences late in a row started (inf: none)
         self.counted_since_s = -math.inf  # counted from then on, if it joined a running mix (late_budget)
         self.last_late_s = -math.inf  # when the last late one finished, counted or not (no change forgets it)
+        # The latest miss judged on it (no burst): when, and when its first late one finished.
+        self.missed_s = self.missed_from_s = -math.inf
         self.last_seen_s = -math.inf
         self.last_gap_s = 0.0  # between the last two inferences
         self.active = False
@@ -252,6 +254,11 @@ class Stream:
             if counted:
                 self.late_at_s.append(timestamp_s)
 
+    def note_miss(self, now_s: float) -> None:
+        """A miss judged now on the inferences at the current point (a level, not a burst)."""
+        self.missed_s = now_s
+        self.missed_from_s = min((t for t, v in self.latencies if v > self.config.target_latency_s), default=now_s)
+
     def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
         """An inference judged at the current point (the first one since a move: a new point);
         the bursts seen count for about ``memory_s``."""
@@ -371,11 +378,16 @@ def uncount_told(s: Stream) -> float | None:
     return s.late_run_from_s
 
 
-def uncount_since(streams: list[Stream], since_s: float) -> float:
+def uncount_since(streams: list[Stream], since_s: float, misses_within_s: float = 0.0) -> float:
     """When a change seen only in the governor's own errors began: the first late inference of
-    ``streams`` counted since ``since_s`` (the start of the samples that showed it); those from
-    then on are the change's, as a change told is (the criteria of governor-eval count neither),
-    and are uncounted. -inf where none was late: such a change is paid nothing and earns no grace."""
+    ``streams`` counted since ``since_s`` (the start of the samples that showed it), or since the
+    first late one of a miss judged on them at most ``misses_within_s`` before (a heavier work's
+    first sign is often a miss at the point held, escaped to a faster one, before a point measured
+    to meet misses and tells the change: agx_interference@9 dated it 10.77 s, its late ones from
+    10.0 s on, and the grace it earned ran 0.77 s past the change's). Those from then on are the
+    change's, as a change told is (the criteria of governor-eval count neither), and are
+    uncounted. -inf where none was late: such a change is paid nothing and earns no grace."""
+    since_s = min([since_s] + [s.missed_from_s for s in streams if s.missed_s >= since_s - misses_within_s])
     late_s = [t for s in streams for t in s.late_at_s if t >= since_s]
     if not late_s:
         return -math.inf

@@ -583,3 +583,39 @@ def test_a_probe_refused_for_saving_nothing_holds_no_probe_that_saves_back(tmp_p
     decisions = drive_settle(gov, platform, clock, 3.0)
     assert dear, "the scripted choice never offered a probe that saves nothing"
     assert any(d.applied and d.point.name in cheap for _, d in decisions), (dear[:3], cheap[:3])
+
+
+def test_a_heavier_work_is_dated_from_the_miss_that_first_showed_it(tmp_path):
+    # Another process takes the GPU: the point held misses first (judged a miss, escaped to a
+    # faster point that meets), then a point measured to meet misses and tells the change. The
+    # change began at the first miss: dated from the second point's samples, its grace ran
+    # 0.77 s past the change's and an exploration there made late ones no budget paid
+    # (agx_interference@9: 1.03 % late). A lighter work is never dated from a miss, and a miss
+    # judged longer than a grace before is not its start.
+    def surprised(slower: bool, board: str):
+        gov, platform, clock = make(tmp_path / board, change_grace_s=2.0)
+        st = next(iter(gov.streams.values()))
+        t0 = clock.now_s() + 10.0
+        for k in range(6):  # at the point held: on time, then late from t0 on
+            t_s, latency_s = t0 + (k - 3) * 0.033, 0.030 if k >= 3 else 0.005
+            st.note_inference(latency_s, t_s)
+            st.add_judged(t_s, latency_s, 10.0)
+        st.note_miss(t0 + 0.1)
+        st.latencies.clear()  # the escape
+        st.note_inference(0.005, t0 + 0.4)  # on time at the faster point
+        for t_s in (t0 + 0.77, t0 + 0.8):  # late at the point measured to meet
+            st.note_inference(0.030, t_s)
+        clock.advance(t0 + 0.8 - clock.now_s())
+        gov._surprised([st], slower, t0 + 0.77)
+        return gov, st, t0
+
+    gov, st, t0 = surprised(True, "heavier")
+    assert not st.late_at_s  # the miss's late ones are the change's
+    assert gov._counted_from_s == pytest.approx(t0 + 2.0)
+    gov, st, t0 = surprised(False, "lighter")
+    assert list(st.late_at_s) == pytest.approx([t0, t0 + 0.033, t0 + 0.066])
+    assert gov._counted_from_s == pytest.approx(t0 + 0.77 + 2.0)
+    from edge_roofline.governor.streams import uncount_since
+    st.note_inference(0.030, t0 + 5.0)
+    st.missed_s, st.missed_from_s = t0 + 2.5, t0 + 2.4
+    assert uncount_since([st], t0 + 5.0, 2.0) == pytest.approx(t0 + 5.0)
