@@ -13,7 +13,7 @@ from .policy import Choice, JointPrediction, choose
 from .states import PROVISIONAL, State
 from .rules import no_faster_than
 from .streams import Stream
-from .verdicts import held_power_w, near_bets, unaffordable_miss
+from .verdicts import MoveBet, held_power_w, near_bets, unaffordable_miss
 
 
 class Selection:
@@ -31,35 +31,41 @@ class Selection:
         doubted = no_faster_than(self.findings.missed_once, {q.point.name: q for q in preds}) - {self.current.name}
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
-            domains = domains_changed(self.device, self.current, choice.prediction.point)
-            settle_s, clocks_s = self.learned.settle.of(domains), self.learned.settle.of(domains - {"preset"})
-            safe = self.dominance.dominated_by({choice.prediction.point.name}) & self.findings.meets_targets
-            probe = choice.prediction.point.name in self.learned.probe_candidates and not choice.descent  # policy.py
-            doubt = choice.prediction.point.name in doubted
-            # Its transients run at each clock's lower value (moves.py): a third point, maybe one a miss rules out.
-            via = self.dominance.transient(self.current.name, choice.prediction.point.name)
-            through_miss = via is not None and via in self.dominance.dominated_by(self.findings.missed_once)
-            if (choice.exploring or doubt) and unaffordable_miss(
-                    choice.prediction, active, settle_s, safe, now_s, self.config.late_window_s, self._counted_from_s,
-                    self.config.expected_dwell_s, clocks_s, bool(unpaid_here), held_w if probe else None, domains,
-                    doubt, through_miss):
+            bet = self._bet_on(choice, doubted, held_w, second_best=bool(unpaid_here))
+            if (choice.exploring or bet.doubted) and unaffordable_miss(
+                    bet, active, now_s, self.config.late_window_s, self._counted_from_s, self.config.expected_dwell_s):
                 # A probe saving nothing over the point held (it buys only information) refused is passed over, not
                 # every exploration with it: a probe that saves (one step below the point held) is still weighed.
-                info_only = probe and held_w is not None and choice.prediction.power_w >= held_w
+                info_only = bet.held_w is not None and choice.prediction.power_w >= bet.held_w
                 explore = explore and (info_only or not choice.exploring)
-                preds = [q for q in preds if not (doubt and q.point.name in doubted)
+                preds = [q for q in preds if not (bet.doubted and q.point.name in doubted)
                          and not (info_only and q is choice.prediction)] or [current]
             elif choice.exploring and not violations and (current.meets() or self.current.name in met) and (
                     choice.prediction.power_w >= cap_w or unpaid(current, choice.prediction, True, horizon_s,
-                                                                 settle_s)):
+                                                                 bet.settle_s)):
                 unpaid_here.add(choice.prediction.point.name)
                 cap_w = min(cap_w, choice.prediction.power_w)
             elif choice.exploring or violations or not (bets := near_bets(preds, met, self.findings,
                                                                          self.config.hysteresis)):
-                return choice, settle_s
+                return choice, bet.settle_s
             else:  # exploring done: a point inside the margin is a bet where it saves more than a move's worth
-                bet = self._choose(preds, current, violations, state, False, met | bets, frozenset(unpaid_here))
-                return bet, self.learned.settle.of(domains_changed(self.device, self.current, bet.prediction.point))
+                near = self._choose(preds, current, violations, state, False, met | bets, frozenset(unpaid_here))
+                return near, self.learned.settle.of(domains_changed(self.device, self.current, near.prediction.point))
+
+    def _bet_on(self, choice: Choice, doubted: set[str], held_w: float | None, second_best: bool) -> MoveBet:
+        """The move to ``choice``'s point as a bet (verdicts.MoveBet): its transients, and what is known of the point.
+        ``held_w`` (verdicts.held_power_w) is a probe's only (policy.py: a step down an axis not isolated)."""
+        point = choice.prediction.point
+        domains = domains_changed(self.device, self.current, point)
+        # Its transients run at each clock's lower value (moves.py): a third point, maybe one a miss rules out.
+        via = self.dominance.transient(self.current.name, point.name)
+        probe = point.name in self.learned.probe_candidates and not choice.descent
+        return MoveBet(choice.prediction, settle_s=self.learned.settle.of(domains),
+                       clocks_settle_s=self.learned.settle.of(domains - {"preset"}), domains=domains,
+                       safe=frozenset(self.dominance.dominated_by({point.name}) & self.findings.meets_targets),
+                       doubted=point.name in doubted,
+                       through_miss=via is not None and via in self.dominance.dominated_by(self.findings.missed_once),
+                       second_best=second_best, held_w=held_w if probe else None)
 
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                 state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:

@@ -34,10 +34,12 @@ misses would fall in a change's grace.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from .policy import JointPrediction
 from .queueing import TAIL_SHARE, tail_share_seen
 
 MIN_EVENTS = 2  # miss events that can show a miss (one is chance, whatever the window)
@@ -203,57 +205,63 @@ def busy_share(mine, rate_hz: float) -> float:
     return min(1.0, rate_hz * max(mine.latency_s + mine.latency_std_s, mine.target_s))
 
 
-def unaffordable_miss(pred, streams, settle_s: float, safe: set[str], now_s: float, window_s: float,
-                      counted_from_s: float = -math.inf, stay_s: float = 0.0,
-                      clocks_settle_s: float | None = None, second_best: bool = False,
-                      held_w: float | None = None, domains: frozenset[str] = frozenset(),
-                      doubted: bool = False, through_miss: bool = False) -> str:
-    """Why a move to ``pred`` (policy.JointPrediction) with transients of ``settle_s`` is not
-    made ("": it is): it may miss (it is neither predicted to meet every target nor at least as
-    fast as a point measured to meet them, ``safe``) and one of ``streams`` (streams.Stream)
-    that may miss there has a late budget (over ``window_s``) short of what a miss would cost
-    it from ``counted_from_s`` on (the end of a workload change's grace: late ones before it
-    are the change's). ``stay_s``: how long a stream that just joined is expected to stay at
-    least (``Stream.late_budget``). ``clocks_settle_s``: the move's settle time without a preset
-    change's (default ``settle_s``). ``second_best``: the move is one the choice fell back to (a
-    better bet did not pay, core.py): not made where a stream that may miss has had a late
-    inference within ``window_s`` (a budget started afresh at a change no longer shows the
-    change's: a second-best bet does not add its miss to them). ``held_w``: the predicted power of
-    the cheapest point known to meet every target (``held_power_w``; None: none is): a move
-    predicted to draw no less is not paid from the budget (pass it for an axis probe only: a step
-    down one axis draws less whatever the model predicts). ``domains``: those the move changes (each
-    stream's learned stall per move of them is paid twice: out and back). ``doubted``: the model's "meets" there
-    was shown wrong (a point predicted no faster missed, rules.no_faster_than): the move pays as one that may miss.
-    ``through_miss``: its transients run at a point a miss rules out (each clock at the lower of both
-    points': rules.Dominance.transient): every stream pays them, out and back, where it meets at the
-    point moved to as well (ms_agx_slow_actuation@30: cpu576-gpu714-emc2133 -> cpu2202-gpu408-emc3199
+@dataclass(frozen=True)
+class MoveBet:
+    """A move the choice would make (selection.py) to a point that may miss: what a miss there would cost each
+    stream, out and back, is weighed against its late budget (unaffordable_miss)."""
+
+    pred: JointPrediction  # the point moved to, predicted: whether every stream, and each one, meets its target there
+    settle_s: float  # s, each transient (out, back), a preset change's included: inferences in it run at the slower
+    clocks_settle_s: float | None = None  # s, settle_s less a preset change's (None: settle_s): a slow stream's window
+    domains: frozenset[str] = frozenset()  # those it changes: each stream's learned stall per move of them, paid twice
+    safe: frozenset[str] = frozenset()  # points measured to meet every target it is no slower than: any, it meets
+    doubted: bool = False  # its "meets" was shown wrong (a point predicted no faster missed): it pays as one that may
+    through_miss: bool = False  # its transients run at a point a miss rules out: every stream pays them, out and back
+    second_best: bool = False  # the choice fell back to it (a better bet did not pay): none where one was late lately
+    held_w: float | None = None  # W, the cheapest point known to meet (probes only): one drawing no less buys nothing
+
+
+def unaffordable_miss(bet: MoveBet, streams, now_s: float, window_s: float, counted_from_s: float = -math.inf,
+                      stay_s: float = 0.0) -> str:
+    """Why ``bet`` is not made ("": it is): it may miss (its point is neither predicted to meet every target, a
+    "meets" not doubted, nor at least as fast as a point measured to meet them) and one of ``streams``
+    (streams.Stream) that may miss there has a late budget (over ``window_s``) short of what a miss would cost it
+    from ``counted_from_s`` on (the end of a workload change's grace: late ones before it are the change's).
+    ``stay_s``: how long a stream that just joined is expected to stay at least (``Stream.late_budget``).
+
+    A second-best bet is not made where a stream that may miss has had a late inference within ``window_s`` (a
+    budget started afresh at a change no longer shows the change's: a second-best bet does not add its miss to
+    them). A probe (``held_w`` given: a step down one axis draws less whatever the model predicts) predicted to draw
+    no less than the point held is not paid from the budget. Through a miss (each clock at the lower of both
+    points' in the transients: rules.Dominance.transient) every stream pays the transients, out and back, where it
+    meets at the point moved to as well (ms_agx_slow_actuation@30: cpu576-gpu714-emc2133 -> cpu2202-gpu408-emc3199
     ran at cpu576-gpu408-emc2133, measured 1.10 x the target: 2 late unpaid, then a burst: 1.11 %)."""
-    sure = (pred.meets() and not doubted) or bool(safe)
-    if sure and not through_miss:
+    sure = (bet.pred.meets() and not bet.doubted) or bool(bet.safe)
+    if sure and not bet.through_miss:
         return ""
     for s in streams:
-        mine = pred.stream(s.name)
-        meets = sure or (mine is not None and mine.meets() and not doubted)  # with its uncertainty
-        if meets and not through_miss:
+        mine = bet.pred.stream(s.name)
+        meets = sure or (mine is not None and mine.meets() and not bet.doubted)  # with its uncertainty
+        if meets and not bet.through_miss:
             continue  # its transients at the slower point, which meets: it pays nothing
-        if second_best and not meets and now_s - s.last_late_s < window_s:
+        if bet.second_best and not meets and now_s - s.last_late_s < window_s:
             return f"a second-best move that may miss {s.name}, late {now_s - s.last_late_s:.1f} s ago"
         rate_hz = s.rate_hz()
-        stall_late = s.stalls.late_per_move(domains)
+        stall_late = s.stalls.late_per_move(bet.domains)
         busy = busy_share(mine, rate_hz)
-        cost = miss_cost(rate_hz, settle_s, stall_late, busy, shown=not meets)
+        cost = miss_cost(rate_hz, bet.settle_s, stall_late, busy, shown=not meets)
         # The miss's late ones come one period apart from now: those before counted_from_s are not priced (what an
         # exploration makes late in a grace is counted all the same where grace_excuses_exploring is false, core.py).
         counted = min(cost, max(0.0, cost - rate_hz * (counted_from_s - now_s)))
         if counted <= 0:
             continue
-        if held_w is not None and pred.power_w >= held_w:
+        if bet.held_w is not None and bet.pred.power_w >= bet.held_w:
             return f"a probe that saves nothing over the point held may miss {s.name} after the change's grace"
         # A slow stream's window may be too short to hold one miss at TAIL_SHARE: its budget is
         # counted over the shortest window that does (one miss per window, still TAIL_SHARE) --
         # a miss of a move within the preset: a preset change's long transient is paid as it is.
-        usual = miss_cost(rate_hz, settle_s if clocks_settle_s is None else clocks_settle_s, stall_late, busy,
-                          shown=not meets)
+        clocks_settle_s = bet.settle_s if bet.clocks_settle_s is None else bet.clocks_settle_s
+        usual = miss_cost(rate_hz, clocks_settle_s, stall_late, busy, shown=not meets)
         window = max(window_s, usual / (TAIL_SHARE * rate_hz)) if rate_hz > 0 else window_s
         budget = s.late_budget(now_s, window, stay_s)
         if budget < counted:

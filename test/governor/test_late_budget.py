@@ -45,21 +45,21 @@ def stream(rate_hz: float, late: int) -> Stream:
 
 
 def test_a_move_that_may_miss_is_paid_from_every_streams_late_budget():
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, miss_cost, unaffordable_miss
     s = stream(30.0, 4)
     assert s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0 - 4)  # 1 % of a window's inferences
     assert s.late_budget(31.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # the late ones left the window
     cost = miss_cost(30.0, 0.08)  # both transients' inferences, the one in flight, the ones that show it
     assert cost == 1 + 2 + 2 * 30.0 * 0.08
     rich, poor = stream(30.0, 0), stream(30.0, 3)  # budgets 9 and 6 over 30 s
-    assert unaffordable_miss(Prediction(False), [rich], 0.08, set(), 1.0, 30.0) == ""
-    why = unaffordable_miss(Prediction(False), [rich, poor], 0.08, set(), 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.08), [rich], 1.0, 30.0) == ""
+    why = unaffordable_miss(MoveBet(Prediction(False), 0.08), [rich, poor], 1.0, 30.0)
     assert "s" in why and "late budget" in why
     # a move predicted to meet every target, or faster than a point measured to, cannot miss
-    assert unaffordable_miss(Prediction(True), [poor], 0.08, set(), 1.0, 30.0) == ""
-    assert unaffordable_miss(Prediction(False), [poor], 0.08, {"met-point"}, 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(True), 0.08), [poor], 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.08, safe=frozenset({"met-point"})), [poor], 1.0, 30.0) == ""
     # a stream predicted to meet its target there does not pay for another stream's miss
-    assert unaffordable_miss(Prediction(False, met_by=("s",)), [poor], 0.08, set(), 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False, met_by=("s",)), 0.08), [poor], 1.0, 30.0) == ""
     # a faster stream pays more for the same transients, and has more to pay with
     assert miss_cost(250.0, 0.08) > miss_cost(30.0, 0.08)
     assert stream(250.0, 0).late_budget(1.0, 30.0) > rich.late_budget(1.0, 30.0)
@@ -76,19 +76,19 @@ class Slow:
 
 
 def test_the_inference_in_flight_at_an_escape_is_paid_for_the_share_of_time_one_is():
-    from edge_roofline.governor.verdicts import busy_share, miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, busy_share, miss_cost, unaffordable_miss
     # A 1 ms inference every 33 ms (thor_tight@seed4) is seldom in flight when the miss is escaped:
     # 3 + 4.8 late priced with one always in flight, more than a budget of 7 (two probes there cost 3 and 2).
     point = Prediction(False)
     point.stream = lambda name: Slow(1e-3, 0.9e-3)
     assert busy_share(point.stream("s"), 30.0) == pytest.approx(30.0 * 1.1e-3)
     assert miss_cost(30.0, 0.08, 0.0, 1.0) > 7.0 > miss_cost(30.0, 0.08, 0.0, busy_share(Slow(1e-3, 0.9e-3), 30.0))
-    assert unaffordable_miss(point, [stream(30.0, 2)], 0.08, set(), 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(point, 0.08), [stream(30.0, 2)], 1.0, 30.0) == ""
     # a stream that queues (its latency a period or more there), or one with no prediction, has one in flight
     assert busy_share(Slow(0.05, 0.01), 30.0) == 1.0 and busy_share(None, 30.0) == 1.0
     saturated = Prediction(False)
     saturated.stream = lambda name: Slow(0.05, 0.01)
-    assert "late budget" in unaffordable_miss(saturated, [stream(30.0, 2)], 0.08, set(), 1.0, 30.0)
+    assert "late budget" in unaffordable_miss(MoveBet(saturated, 0.08), [stream(30.0, 2)], 1.0, 30.0)
 
 
 def risky_choose(monkeypatch):
@@ -198,21 +198,21 @@ def test_no_exploration_while_a_stream_is_late(tmp_path, monkeypatch):
 def test_a_slow_stream_can_always_afford_one_miss_per_window_that_holds_it():
     # 15 Hz over 30 s: 4.5 late inferences at 1 %, short of one miss (5): without a longer
     # window such a stream would block every move that may miss, for ever.
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, miss_cost, unaffordable_miss
     slow = stream(15.0, 0)
     cost = miss_cost(15.0, 0.067)
     assert TAIL_SHARE * 15.0 * 30.0 < cost
-    assert unaffordable_miss(Prediction(False), [slow], 0.067, set(), 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.067), [slow], 1.0, 30.0) == ""
     # ... once per such window: a miss spent, the next waits until it has left the window
     spent = stream(15.0, 5)
-    assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0, 30.0)
-    assert unaffordable_miss(Prediction(False), [spent], 0.067, set(), 1.0 + cost / (TAIL_SHARE * 15.0), 30.0) == ""
+    assert "late budget" in unaffordable_miss(MoveBet(Prediction(False), 0.067), [spent], 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.067), [spent], 1.0 + cost / (TAIL_SHARE * 15.0), 30.0) == ""
 
 
 def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
     # A workload change's own transient (the grace after it) is not paid from the late budget:
     # late ones inside it are not counted, and a miss whose late ones all fall inside it is free.
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, miss_cost, unaffordable_miss
     s = Stream(StreamConfig(name="s", target_latency_ms=10.0, percentile=95.0))
     s.calibrated_rate_hz = 30.0
     for _ in range(6):
@@ -220,8 +220,8 @@ def test_late_inferences_in_a_changes_grace_are_the_changes(tmp_path):
     assert s.late == 6 and s.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)
     spent = stream(30.0, 9)  # its whole budget spent
     cost_s = miss_cost(30.0, 0.08) / 30.0  # how long a miss's late ones take to come
-    assert "late budget" in unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s / 2)
-    assert unaffordable_miss(Prediction(False), [spent], 0.08, set(), 1.0, 30.0, 1.0 + cost_s) == ""
+    assert "late budget" in unaffordable_miss(MoveBet(Prediction(False), 0.08), [spent], 1.0, 30.0, 1.0 + cost_s / 2)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.08), [spent], 1.0, 30.0, 1.0 + cost_s) == ""
     # the governor: an inference started in a change's grace is not counted, one after it is
     gov, platform, clock = make(tmp_path, change_grace_s=2.0)
     gov.set_target(10.0, 95.0)
@@ -238,7 +238,7 @@ def test_a_move_whose_transients_run_at_a_point_a_miss_rules_out_pays_them():
     # transients make late ones though both ends meet (ms_agx_slow_actuation@30: 2 late, unpaid,
     # with 4 of a budget of 7.8 spent; a burst at the point held then made 8 of 720 late).
     from edge_roofline.governor.rules import Dominance
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, miss_cost, unaffordable_miss
 
     from .test_rules import grid
     dominance = Dominance(DEVICE, grid())
@@ -249,23 +249,23 @@ def test_a_move_whose_transients_run_at_a_point_a_miss_rules_out_pays_them():
     cost = miss_cost(30.0, settle_s, shown=False)
     assert cost == 2 * 30.0 * settle_s  # out and back, no miss to show
     poor = stream(30.0, 7)  # a budget of 2
-    assert unaffordable_miss(Prediction(True), [poor], settle_s, set(), 1.0, 30.0) == ""
-    why = unaffordable_miss(Prediction(True), [poor], settle_s, set(), 1.0, 30.0, through_miss=True)
+    assert unaffordable_miss(MoveBet(Prediction(True), settle_s), [poor], 1.0, 30.0) == ""
+    why = unaffordable_miss(MoveBet(Prediction(True), settle_s, through_miss=True), [poor], 1.0, 30.0)
     assert "transients at a point that misses" in why
-    assert unaffordable_miss(Prediction(True), [stream(30.0, 0)], settle_s, set(), 1.0, 30.0, through_miss=True) == ""
+    assert unaffordable_miss(MoveBet(Prediction(True), settle_s, through_miss=True), [stream(30.0, 0)], 1.0, 30.0) == ""
 
 
 def test_a_stream_that_just_joined_borrows_from_the_window_ahead_only_as_long_again():
     # 1 % is promised over the inferences a stream has: one that joined 1 s ago may leave in
     # 1 s more, so its budget covers 2 s of inferences, not a whole window's.
-    from edge_roofline.governor.verdicts import unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, unaffordable_miss
     young = stream(30.0, 0)
     young.counted_since_s = 0.0
     assert young.late_budget(1.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 2.0)
     assert young.late_budget(-1.0, 30.0) == 0.0  # not counted yet (its join's grace)
     assert young.late_budget(20.0, 30.0) == pytest.approx(TAIL_SHARE * 30.0 * 30.0)  # a whole window's
-    assert "late budget" in unaffordable_miss(Prediction(False), [young], 0.08, set(), 1.0, 30.0)
-    assert unaffordable_miss(Prediction(False), [young], 0.08, set(), 20.0, 30.0) == ""
+    assert "late budget" in unaffordable_miss(MoveBet(Prediction(False), 0.08), [young], 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.08), [young], 20.0, 30.0) == ""
 
 
 def test_a_change_the_governor_only_infers_is_dated_by_its_first_late_inference(tmp_path):
@@ -356,13 +356,12 @@ def test_a_rate_change_seen_inside_a_told_changes_grace_is_that_change(tmp_path)
 def test_a_preset_changes_long_transient_gets_no_longer_window():
     # A slow stream's window is stretched to hold one miss of a move within the preset; a move
     # across presets (a transient of hundreds of ms) costs more than that window holds at 1 %.
-    from edge_roofline.governor.verdicts import miss_cost, unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, miss_cost, unaffordable_miss
     fast = stream(60.0, 0)
     assert miss_cost(60.0, 0.34) > TAIL_SHARE * 60.0 * 30.0 > miss_cost(60.0, 0.04)
-    assert unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0) == ""  # stretched for it
-    assert "late budget" in unaffordable_miss(Prediction(False), [fast], 0.34, set(), 1.0, 30.0,
-                                              clocks_settle_s=0.04)
-    assert unaffordable_miss(Prediction(False), [fast], 0.04, set(), 1.0, 30.0, clocks_settle_s=0.04) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.34), [fast], 1.0, 30.0) == ""  # stretched for it
+    assert "late budget" in unaffordable_miss(MoveBet(Prediction(False), 0.34, clocks_settle_s=0.04), [fast], 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.04, clocks_settle_s=0.04), [fast], 1.0, 30.0) == ""
 
 
 def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeypatch):
@@ -395,30 +394,30 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
 def test_a_second_best_exploration_is_made_only_where_no_stream_was_late_within_the_window():
     """A move the choice fell back to (a better one did not pay) does not add a miss to late
     inferences of a workload change, which the budget, started afresh, no longer shows."""
-    from edge_roofline.governor.verdicts import unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, unaffordable_miss
     s = stream(30.0, 1)  # one late inference at t = 0
     s.late_at_s.clear()  # a change started its budget afresh
-    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0) == ""  # a first choice
-    assert "second-best" in unaffordable_miss(Prediction(False), [s], 0.05, set(), 1.0, 30.0, second_best=True)
-    assert unaffordable_miss(Prediction(False), [s], 0.05, set(), 31.0, 30.0, second_best=True) == ""  # long ago
-    assert unaffordable_miss(Prediction(False, met_by=("s",)), [s], 0.05, set(), 1.0, 30.0, second_best=True) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.05), [s], 1.0, 30.0) == ""  # a first choice
+    assert "second-best" in unaffordable_miss(MoveBet(Prediction(False), 0.05, second_best=True), [s], 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), 0.05, second_best=True), [s], 31.0, 30.0) == ""  # long ago
+    assert unaffordable_miss(MoveBet(Prediction(False, met_by=("s",)), 0.05, second_best=True), [s], 1.0, 30.0) == ""
 
 
 def test_a_probe_that_saves_nothing_is_not_paid_from_the_late_budget():
     """A move that may miss and is predicted to draw no less power than the point held (known to
     meet) buys only information: after a change's grace its misses are not paid from the late
     budget, which must also cover the held point's own tail and bursts later in the window."""
-    from edge_roofline.governor.verdicts import unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, unaffordable_miss
     rich = stream(30.0, 0)  # its whole budget left: a miss (6) is affordable
     probe, saving = Prediction(False, power_w=12.0), Prediction(False, power_w=11.0)
-    assert "probe" in unaffordable_miss(probe, [rich], 0.05, set(), 10.0, 30.0, held_w=12.0)
-    assert unaffordable_miss(saving, [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
-    assert unaffordable_miss(probe, [rich], 0.05, set(), 10.0, 30.0) == ""  # nothing known to meet is held
+    assert "probe" in unaffordable_miss(MoveBet(probe, 0.05, held_w=12.0), [rich], 10.0, 30.0)
+    assert unaffordable_miss(MoveBet(saving, 0.05, held_w=12.0), [rich], 10.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(probe, 0.05), [rich], 10.0, 30.0) == ""  # nothing known to meet is held
     # in a change's grace its misses are the change's: free, so made
-    assert unaffordable_miss(probe, [rich], 0.05, set(), 1.0, 30.0, 2.0, held_w=12.0) == ""
+    assert unaffordable_miss(MoveBet(probe, 0.05, held_w=12.0), [rich], 1.0, 30.0, 2.0) == ""
     # predicted to meet, or a stream that meets there: nothing to pay
-    assert unaffordable_miss(Prediction(True, power_w=13.0), [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
-    assert unaffordable_miss(Prediction(False, ("s",), 13.0), [rich], 0.05, set(), 10.0, 30.0, held_w=12.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(True, power_w=13.0), 0.05, held_w=12.0), [rich], 10.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False, ("s",), 13.0), 0.05, held_w=12.0), [rich], 10.0, 30.0) == ""
 
 
 def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, monkeypatch):
@@ -450,11 +449,11 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
 def test_a_stream_learns_the_late_first_inference_after_a_move_and_a_miss_pays_it_out_and_back():
     # The first inference after an EMC move stalls: at a tight target it is late however short
     # the settle; the point moved to meets (its settled samples are on target).
-    from edge_roofline.governor.verdicts import unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, unaffordable_miss
     s = stream(30.0, 0)  # budget 9 over 30 s
     settle_s = 0.01
     emc, gpu = frozenset({"emc"}), frozenset({"gpu"})
-    assert unaffordable_miss(Prediction(False), [s], settle_s, set(), 1.0, 30.0, domains=emc) == ""  # 3.6 <= 9
+    assert unaffordable_miss(MoveBet(Prediction(False), settle_s, domains=emc), [s], 1.0, 30.0) == ""  # 3.6 <= 9
     settle = SettleTimes(dict.fromkeys(DOMAINS, settle_s), 0.3)
     for k in range(3):
         move = Move(float(k), emc, settle_s)
@@ -463,12 +462,12 @@ def test_a_stream_learns_the_late_first_inference_after_a_move_and_a_miss_pays_i
     assert s.stalls.late_per_move(emc) == 1.0 and s.stalls.late_per_move(gpu) == 0.0
     poor = stream(30.0, 3)  # budget 6: a miss costs 1 + 2 + 2 x (0.3 + 1) = 5.6 ...
     poor.stalls = s.stalls
-    assert unaffordable_miss(Prediction(False), [poor], settle_s, set(), 1.0, 30.0, domains=gpu) == ""
-    assert unaffordable_miss(Prediction(False), [poor], settle_s, set(), 1.0, 30.0, domains=emc) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), settle_s, domains=gpu), [poor], 1.0, 30.0) == ""
+    assert unaffordable_miss(MoveBet(Prediction(False), settle_s, domains=emc), [poor], 1.0, 30.0) == ""
     poorer = stream(30.0, 4)  # ... more than a budget of 5, without the stalls only 3.6
     poorer.stalls = s.stalls
-    assert "late budget" in unaffordable_miss(Prediction(False), [poorer], settle_s, set(), 1.0, 30.0, domains=emc)
-    assert unaffordable_miss(Prediction(False), [poorer], settle_s, set(), 1.0, 30.0, domains=gpu) == ""
+    assert "late budget" in unaffordable_miss(MoveBet(Prediction(False), settle_s, domains=emc), [poorer], 1.0, 30.0)
+    assert unaffordable_miss(MoveBet(Prediction(False), settle_s, domains=gpu), [poorer], 1.0, 30.0) == ""
 
 
 def test_a_move_to_a_point_that_misses_teaches_no_stall():
@@ -519,14 +518,15 @@ def test_a_point_predicted_no_faster_than_one_that_missed_pays_as_one_that_may_m
     there, predicted it (and its CPU-clock twin, no faster) to meet: a move back was made as one
     that cannot miss, and cost the detector 7 late frames with a budget of 2 left. Doubted
     (rules.no_faster_than of the points measured to miss), the prediction's "meets" pays nothing."""
-    from edge_roofline.governor.verdicts import unaffordable_miss
+    from edge_roofline.governor.verdicts import MoveBet, unaffordable_miss
     rich, poor = stream(30.0, 0), stream(30.0, 7)  # budgets 9 and 2 over 30 s
-    assert unaffordable_miss(Prediction(True, met_by=("s",)), [poor], 0.04, set(), 1.0, 30.0) == ""
-    why = unaffordable_miss(Prediction(True, met_by=("s",)), [poor], 0.04, set(), 1.0, 30.0, doubted=True)
+    assert unaffordable_miss(MoveBet(Prediction(True, met_by=("s",)), 0.04), [poor], 1.0, 30.0) == ""
+    why = unaffordable_miss(MoveBet(Prediction(True, met_by=("s",)), 0.04, doubted=True), [poor], 1.0, 30.0)
     assert "late budget" in why
-    assert unaffordable_miss(Prediction(True, met_by=("s",)), [rich], 0.04, set(), 1.0, 30.0, doubted=True) == ""
+    assert unaffordable_miss(MoveBet(Prediction(True, met_by=("s",)), 0.04, doubted=True), [rich], 1.0, 30.0) == ""
     # measured to meet at a point no faster: the doubt is settled by measurement
-    assert unaffordable_miss(Prediction(True), [poor], 0.04, {"met-point"}, 1.0, 30.0, doubted=True) == ""
+    measured = MoveBet(Prediction(True), 0.04, safe=frozenset({"met-point"}), doubted=True)
+    assert unaffordable_miss(measured, [poor], 1.0, 30.0) == ""
 
 
 def test_late_inferences_at_a_point_explored_in_a_grace_are_the_explorations(tmp_path, monkeypatch):
