@@ -328,7 +328,8 @@ class Governor(Selection):
         if not violations and not dwell_over:
             return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
                           else "measuring", current)
-        met = measured_to_meet(preds, current, self.findings, now_s - self.move.time_s >= cfg.dwell_s)
+        self.findings.record_dwell(current.point.name, dwelt=now_s - self.move.time_s >= cfg.dwell_s)
+        met = measured_to_meet(preds, current, self.findings)
         horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
         choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point

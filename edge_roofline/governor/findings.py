@@ -25,7 +25,7 @@ class Findings:
     spent: set[str] = field(default_factory=set)
     # (point, stream): samples judged and late over the stays before the last, the last's number, its samples, late
     stays: dict[tuple[str, str], tuple[int, int, int, int, int]] = field(default_factory=dict)
-    # near and held for a dwell: held to meet after a move away while near (verdicts.measured_to_meet)
+    # near and held for a dwell (record_dwell): held to meet after a move away while near (verdicts.measured_to_meet)
     dwelt_near: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -73,6 +73,13 @@ class Findings:
     def copy(self) -> "Findings":
         return Findings(self.verdict_ttl_s, set(self.measured), self.missed.copy(), set(self.met), set(self.near),
                         set(self.missed_once), set(self.spent), dict(self.stays), set(self.dwelt_near))
+
+    def record_dwell(self, point: str, dwelt: bool) -> None:
+        """Keep in ``dwelt_near`` the points still near, and add ``point`` (the one held) where it is
+        near and has been held a dwell (``dwelt``)."""
+        self.dwelt_near &= self.near
+        if dwelt and point in self.near:
+            self.dwelt_near.add(point)
 
     def late_count(self, point: str, stream: str, stay: int, samples: int, late: int) -> tuple[int, int]:
         """The samples of ``stream`` judged at ``point`` over every stay there, and those late:

@@ -179,8 +179,14 @@ def test_the_current_point_inside_the_margin_is_held_once_it_has_dwelt_there():
     x oracle). Fails without the current point's dwell rule."""
     findings = Findings(10.0, met={"met"}, near={"here", "other"})
     current, preds = _pred("here", 9.0), [_pred("met", 10.0), _pred("other", 8.0)]
-    assert measured_to_meet(preds, current, findings, dwelt=False) == {"met"}
-    assert measured_to_meet(preds, current, findings, dwelt=True) == {"met", "here"}
+    findings.record_dwell("here", dwelt=False)
+    assert measured_to_meet(preds, current, findings) == {"met"}
+    findings.record_dwell("here", dwelt=True)
+    assert measured_to_meet(preds, current, findings) == {"met", "here"}
+    findings.near.clear()  # measured_to_meet only answers: what is held changes at record_dwell
+    assert measured_to_meet(preds, current, findings) == {"met", "here"}
+    findings.record_dwell("here", dwelt=True)
+    assert measured_to_meet(preds, current, findings) == {"met"}
 
 
 def test_a_near_point_that_held_a_dwell_stays_held_after_a_move_away_while_near():
@@ -190,10 +196,13 @@ def test_a_near_point_that_held_a_dwell_stays_held_after_a_move_away_while_near(
     drops it, and a near point never dwelt on is not held. Fails without the dwelt memory."""
     findings = Findings(10.0, met={"met"}, near={"here", "other"})
     here, below = _pred("here", 9.0), _pred("below", 8.0, meets=False)
-    measured_to_meet([_pred("met", 10.0)], here, findings, dwelt=True)
+    findings.record_dwell("here", dwelt=True)
     preds = [_pred("met", 10.0), here, _pred("other", 8.5)]
-    assert measured_to_meet(preds, below, findings, dwelt=False) == {"met", "here"}
+    findings.record_dwell("below", dwelt=False)
+    assert measured_to_meet(preds, below, findings) == {"met", "here"}
     findings.near.discard("here")  # missed, or over its promise (learned.judge)
-    assert measured_to_meet(preds, below, findings, dwelt=False) == {"met"}
+    findings.record_dwell("below", dwelt=False)
+    assert measured_to_meet(preds, below, findings) == {"met"}
     findings.near.add("here")  # near again: a new dwell is needed
-    assert measured_to_meet(preds, below, findings, dwelt=False) == {"met"}
+    findings.record_dwell("below", dwelt=False)
+    assert measured_to_meet(preds, below, findings) == {"met"}
