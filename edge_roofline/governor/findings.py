@@ -37,6 +37,12 @@ class Findings:
         """The points measured to meet every target (``met``, ``near``)."""
         return self.met | self.near
 
+    @property
+    def tried(self) -> set[str]:
+        """The points measured, or ruled out by a miss now or once: not explored again (a probe that
+        missed isolates its axis as well)."""
+        return self.measured | self.missed.names() | self.missed_once
+
     def forget_verdicts(self) -> None:
         """A new target: what each point measured still holds, not whether it met the targets."""
         self.missed.clear()

@@ -29,6 +29,7 @@ class Selection:
         unpaid_here, cap_w, held_w = set(), math.inf, held_power_w(preds, current, met)
         # Measured to miss, a verdict expired: where the model still predicts no faster, its "meets" was shown wrong.
         doubted = no_faster_than(self.findings.missed_once, {q.point.name: q for q in preds}) - {self.current.name}
+        self.learned.probe_candidates = self._probes(met)  # what a choice may probe: _choose, _bet_on, _apply read it
         while True:
             choice = self._choose(preds, current, violations, state, explore, met, frozenset(unpaid_here))
             bet = self._bet_on(choice, doubted, held_w, second_best=bool(unpaid_here))
@@ -49,7 +50,9 @@ class Selection:
                                                                          self.config.hysteresis)):
                 return choice, bet.settle_s
             else:  # exploring done: a point inside the margin is a bet where it saves more than a move's worth
-                near = self._choose(preds, current, violations, state, False, met | bets, frozenset(unpaid_here))
+                held = met | bets
+                self.learned.probe_candidates = self._probes(held)
+                near = self._choose(preds, current, violations, state, False, held, frozenset(unpaid_here))
                 return near, self.learned.settle.of(domains_changed(self.device, self.current, near.prediction.point))
 
     def _bet_on(self, choice: Choice, doubted: set[str], held_w: float | None, second_best: bool) -> MoveBet:
@@ -67,15 +70,17 @@ class Selection:
                        through_miss=via is not None and via in self.dominance.dominated_by(self.findings.missed_once),
                        second_best=second_best, held_w=held_w if probe else None)
 
+    def _probes(self, met: frozenset[str]) -> frozenset[str]:
+        """The axis probes (policy.py) one step below a point of ``met``: on an axis no two points tried isolate."""
+        return frozenset(self.dominance.probes(met, self.findings.tried | self.learned.probed))
+
     def _choose(self, preds: list[JointPrediction], current: JointPrediction, violations: dict[str, float],
                 state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:
         # passed: not explored now, yet not measured (they isolate no probe's axis)
         found, fastest = self.findings, self.dominance.fastest
-        tried = found.measured | found.missed.names() | found.missed_once  # a probe that missed isolates its axis
-        self.learned.probe_candidates = frozenset(self.dominance.probes(met, tried | self.learned.probed))
         return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
                       explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(tried | passed), provisional=state in PROVISIONAL,
+                      measured=frozenset(found.tried | passed), provisional=state in PROVISIONAL,
                       fastest=next((q for q in preds if fastest and q.point == fastest), None),
                       met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
                       step_above=self.dominance.step_above, probes=self.learned.probe_candidates,
