@@ -235,7 +235,7 @@ def burst_room(column: list[StreamPrediction], stream: Stream, late_window_s: fl
     lates = [s.bursts.window_late(s.latency_s, s.input_rate_hz, s.target_s, late_window_s, s.queue.self_paced)
              for s in column]
     floor = min((x for x in lates if math.isfinite(x)), default=0.0)
-    budget = stream.late_budget(stream.last_seen_s, late_window_s) + sum(t < counted_from_s for t in stream.late_at_s)
+    budget = stream.late_budget(stream.last_seen_s, late_window_s, counted_from_s=counted_from_s)
     room = max(budget, 1.0) + floor
     return [replace(s, burst_room=room, late_window_s=late_window_s) for s in column]
 

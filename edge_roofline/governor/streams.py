@@ -28,6 +28,9 @@ from .verdicts import burst_going, cut_burst, misses_target
 
 
 SILENT_PERIODS = 10  # missed input periods in a row: the stream has stopped, not stuttered
+# The counted late inferences kept (the newest): far more than any late budget allows (TAIL_SHARE
+# of a window's inferences), so a budget that would count a dropped one is long spent.
+LATE_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,8 @@ class Stream:
             self.last_late_s = max(self.last_late_s, timestamp_s)
             if counted:
                 self.late_at_s.append(timestamp_s)
+                if len(self.late_at_s) > LATE_KEPT:
+                    self.late_at_s.popleft()
 
     def note_miss(self, now_s: float) -> None:
         """A miss judged now on the inferences at the current point (a level, not a burst)."""
@@ -271,18 +276,20 @@ class Stream:
         self.latencies.append((timestamp_s, float(latency_s)))
         self.bursts.add(float(latency_s), timestamp_s, memory_s)
 
-    def late_budget(self, now_s: float, window_s: float, stay_s: float = 0.0) -> float:
+    def late_budget(self, now_s: float, window_s: float, stay_s: float = 0.0,
+                    counted_from_s: float = -math.inf) -> float:
         """The late inferences this stream may still have while at most TAIL_SHARE of its
         inferences over any ``window_s`` are late (what its target promises): what a move that
         may miss can spend. The streams the governor started with borrow from the window ahead
         (they are the deployment's); one that joined a running mix (``counted_since_s``) only
         as long again as it has been counted, or ``stay_s`` if longer: it may leave as soon as
-        it came, and its promise covers the inferences it had."""
-        while self.late_at_s and self.late_at_s[0] < now_s - window_s:
-            self.late_at_s.popleft()
+        it came, and its promise covers the inferences it had. Late ones before
+        ``counted_from_s`` are not counted (another workload's). Asking never forgets any: a
+        slow stream's budget is asked over a longer window than the late window (verdicts.py)."""
+        late = sum(t >= max(now_s - window_s, counted_from_s) for t in self.late_at_s)
         counted_s = max(now_s - self.counted_since_s, 0.0)
         window_s = min(window_s, counted_s + max(counted_s, stay_s))
-        return TAIL_SHARE * self.rate_hz() * window_s - len(self.late_at_s)
+        return TAIL_SHARE * self.rate_hz() * window_s - late
 
     def over(self) -> list[bool]:
         """Each sample judged here, in order: over the target or not."""

@@ -619,3 +619,15 @@ def test_a_heavier_work_is_dated_from_the_miss_that_first_showed_it(tmp_path):
     st.note_inference(0.030, t0 + 5.0)
     st.missed_s, st.missed_from_s = t0 + 2.5, t0 + 2.4
     assert uncount_since([st], t0 + 5.0, 2.0) == pytest.approx(t0 + 5.0)
+
+
+def test_asking_a_late_budget_forgets_no_late_inference():
+    # A slow stream's budget is asked over a window longer than the late window (verdicts.py):
+    # the late ones between the two windows count there, whatever was asked before. Asking over
+    # the late window first used to drop them, and the longer window then counted none.
+    s = stream(1.0, 0)
+    for t_s in (0.0, 10.0, 20.0):
+        s.note_inference(0.02, t_s)
+    assert s.late_budget(60.0, 30.0) == pytest.approx(TAIL_SHARE * 1.0 * 30.0)  # none in the last 30 s
+    assert s.late_budget(60.0, 300.0) == pytest.approx(TAIL_SHARE * 1.0 * 300.0 - 3)
+    assert s.late_budget(60.0, 300.0, counted_from_s=5.0) == pytest.approx(TAIL_SHARE * 1.0 * 300.0 - 2)
