@@ -19,7 +19,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
-from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals
+from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals, start_signals
 
 
 class ParameterError(ValueError):
@@ -68,7 +68,7 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
     Bad input is the package's own errors (edge_roofline.suite.errors) and rclpy's parameter and
     name errors. The shipped Fast DDS profile applies unless the user set one (`ros2 run` and
     launch included)."""
-    stop = StopSignals(interrupt_start=True).install()
+    stop = start_signals()  # installed already where the entry point ran the node's imports
     try:
         return _run(node_class, argv, stop)
     finally:

@@ -5,16 +5,29 @@ may cut into a teardown (the governor's restore of the board) or leave a traceba
 
 - ``StopSignals``: from ``install()`` on, each signal sets ``requested`` (the main loop ends at
   its next look); until ``started()``, the first one instead raises ``StartInterrupted`` (a
-  model can take long to load), and only the first.
+  model can take long to load), and only the first, at the first safe point: never inside an
+  import or a library's code. There the exception could leave native state half made, which a
+  teardown or the interpreter's exit then touches: Ctrl-C landing after onnx's C++ module had
+  initialised, inside its import, made `inference` die with SIGSEGV. Held there, the signal is
+  raised once the main thread is back in our own code (looked at every RETRY_S).
+- ``start_signals()``: the process's interrupting StopSignals, made on the first call: a node's
+  entry point installs it before the node's imports, ``run_node`` takes it over.
 - ``ignore_stop_signals()``: once the teardown is done. Python restores the default handlers
   while it finalises (a late signal would then kill the exiting process: exit -2 or -15, not
   0) but leaves ignored ones ignored."""
 
 from __future__ import annotations
 
+import _thread
+import os
 import signal
+import threading
+import time
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RETRY_S = 0.02  # how often a held signal looks again for a safe point
+_OWN_CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # edge_roofline/, wherever installed
+_LIBRARY_DIRS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 class StartInterrupted(BaseException):
@@ -22,14 +35,32 @@ class StartInterrupted(BaseException):
     KeyboardInterrupt: no ``except Exception`` on the way takes it for an error."""
 
 
+def unsafe_to_interrupt(frame) -> str:
+    """Where the main thread is, if an exception raised there could leave native state half made
+    ("" where it cannot): inside an import (a native extension's initialisation, or what it runs),
+    or in a library's code (a native object between its construction steps, a callback from native
+    code), anywhere down the stack. Our own code and the standard library's are safe."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith("<frozen importlib"):
+            return "an import"
+        if any(part in filename for part in _LIBRARY_DIRS) and not filename.startswith(_OWN_CODE):
+            return "a library"
+        frame = frame.f_back
+    return ""
+
+
 class StopSignals:
     def __init__(self, *, interrupt_start: bool = False) -> None:
         self.requested = False
         self.interrupt_start = interrupt_start
+        self._held: int | None = None  # a signal waiting for a safe point to interrupt the start
 
     def install(self) -> StopSignals:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._handle)
+        if self.interrupt_start:  # made now, not in the handler: it may run inside threading's own locks
+            threading.Thread(target=self._retry_held, name="held-stop-signal", daemon=True).start()
         return self
 
     def started(self) -> None:
@@ -38,9 +69,29 @@ class StopSignals:
 
     def _handle(self, signum, frame) -> None:
         self.requested = True
-        if self.interrupt_start:
-            self.interrupt_start = False  # once: a second signal never interrupts the clean-up
-            raise StartInterrupted(signal.Signals(signum).name)
+        if not self.interrupt_start:
+            return
+        if unsafe_to_interrupt(frame):
+            self._held = signum
+            return
+        self.interrupt_start = False  # once: a second signal never interrupts the clean-up
+        raise StartInterrupted(signal.Signals(signum).name)
+
+    def _retry_held(self) -> None:
+        while self.interrupt_start:
+            time.sleep(RETRY_S)
+            if self._held is not None and self.interrupt_start:
+                _thread.interrupt_main(self._held)  # the handler again, in the main thread; no real signal
+
+
+_start: StopSignals | None = None
+
+
+def start_signals() -> StopSignals:
+    global _start
+    if _start is None:
+        _start = StopSignals(interrupt_start=True).install()
+    return _start
 
 
 def ignore_stop_signals() -> None:

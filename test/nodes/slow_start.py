@@ -1,9 +1,12 @@
 """Nodes whose start is interrupted (test_node_signals): with ``-p wait:=true`` it says when it
 is inside __init__ and waits, as loading a big model does; with ``-p wrapped:=true`` the signal
 lands in an import that wraps it in an ImportError (onnxruntime's native module does: "ImportError:
-initialization failed"); without either, it sends itself SIGINT from inside rclpy's own
-Node.__init__ (where a Ctrl-C lands when sent as soon as the node shows in the ROS graph)."""
+initialization failed"); with ``-p native_import:=true`` it lands in the import of onnx (as the
+inference node's model load does) after onnx's C++ module was initialised, before its import is
+done; without any, it sends itself SIGINT from inside rclpy's own Node.__init__ (where a Ctrl-C
+lands when sent as soon as the node shows in the ROS graph)."""
 
+import importlib.machinery
 import os
 import signal
 import sys
@@ -28,6 +31,12 @@ class SlowStart(Node):
                 time.sleep(0.5)  # the handler runs here, as inside a native module's initialisation
             except BaseException as exc:
                 raise ImportError("initialization failed") from exc
+        if "native_import:=true" in sys.argv:
+            super().__init__("slow_start")
+            self._interrupt_after_native_init("onnx.onnx_cpp2py_export")
+            import onnx  # noqa: F401
+            print("imported onnx", flush=True)
+            self._rest_of_start()
         original = rclpy.node.ParameterService
 
         def interrupted(node):
@@ -36,6 +45,26 @@ class SlowStart(Node):
             return original(node)
         rclpy.node.ParameterService = interrupted
         super().__init__("slow_start")
+        self._rest_of_start()
+
+    @staticmethod
+    def _rest_of_start() -> None:
+        """More of the start (a model's load) after the signal was held: where it is raised."""
+        for _ in range(600):
+            time.sleep(0.1)
+
+    @staticmethod
+    def _interrupt_after_native_init(name: str) -> None:
+        loader = importlib.machinery.ExtensionFileLoader
+        create = loader.create_module
+
+        def interrupted(self, spec):
+            module = create(self, spec)  # the extension's own initialisation (pybind11: its types registered)
+            if spec.name == name:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)  # the handler runs here, inside the import
+            return module
+        loader.create_module = interrupted
 
 
 if __name__ == "__main__":
