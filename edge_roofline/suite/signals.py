@@ -11,7 +11,9 @@ may cut into a teardown (the governor's restore of the board) or leave a traceba
   initialised, inside its import, made `inference` die with SIGSEGV. Held there, the signal is
   raised once the main thread is back in our own code (looked at every RETRY_S).
 - ``start_signals()``: the process's interrupting StopSignals, made on the first call: a node's
-  entry point installs it before the node's imports, ``run_node`` takes it over.
+  entry point installs it before the node's imports, ``run_node`` takes it over. It enables
+  faulthandler too: a crash in native code (SIGSEGV, SIGABRT, ...) then prints every thread's
+  Python stack, where a user's report would otherwise say only "exit code -11".
 - ``ignore_stop_signals()``: once the teardown is done. Python restores the default handlers
   while it finalises (a late signal would then kill the exiting process: exit -2 or -15, not
   0) but leaves ignored ones ignored."""
@@ -19,6 +21,7 @@ may cut into a teardown (the governor's restore of the board) or leave a traceba
 from __future__ import annotations
 
 import _thread
+import faulthandler
 import os
 import signal
 import threading
@@ -90,6 +93,7 @@ _start: StopSignals | None = None
 def start_signals() -> StopSignals:
     global _start
     if _start is None:
+        faulthandler.enable()
         _start = StopSignals(interrupt_start=True).install()
     return _start
 
