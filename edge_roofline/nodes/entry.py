@@ -16,8 +16,8 @@ from edge_roofline.suite.signals import StartInterrupted, ignore_stop_signals, s
 
 def start(executable: str, argv: list[str] | None = None) -> int:
     """Run node ``executable`` (edge_roofline.nodes.<executable>) with ``argv`` (sys.argv)."""
-    start_signals()
     try:
+        start_signals()  # raises at once for a signal the executable held back since its first line
         module = importlib.import_module(f"{__package__}.{executable}")
         return module.main(sys.argv if argv is None else argv)
     except StartInterrupted:

@@ -64,6 +64,8 @@ class StopSignals:
             signal.signal(signum, self._handle)
         if self.interrupt_start:  # made now, not in the handler: it may run inside threading's own locks
             threading.Thread(target=self._retry_held, name="held-stop-signal", daemon=True).start()
+        # A node's executable blocks them from its first line (CMakeLists.txt): one sent since comes now.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         return self
 
     def started(self) -> None:
