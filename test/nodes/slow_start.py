@@ -35,8 +35,6 @@ class SlowStart(Node):
             super().__init__("slow_start")
             self._interrupt_after_native_init("onnx.onnx_cpp2py_export")
             import onnx  # noqa: F401
-            print("imported onnx", flush=True)
-            self._rest_of_start()
         original = rclpy.node.ParameterService
 
         def interrupted(node):
@@ -45,13 +43,6 @@ class SlowStart(Node):
             return original(node)
         rclpy.node.ParameterService = interrupted
         super().__init__("slow_start")
-        self._rest_of_start()
-
-    @staticmethod
-    def _rest_of_start() -> None:
-        """More of the start (a model's load) after the signal was held: where it is raised."""
-        for _ in range(600):
-            time.sleep(0.1)
 
     @staticmethod
     def _interrupt_after_native_init(name: str) -> None:

@@ -114,41 +114,35 @@ def test_a_signal_while_the_libraries_import_is_quiet(ros_env, tmp_path):
             assert_clean(log_text(log))
 
 
-def test_a_signal_a_library_wraps_while_starting_is_still_a_clean_stop(ros_env, tmp_path):
-    """Ctrl-C while `inference` imported onnxruntime (2 s into its start) ended it with onnxruntime's
-    "ImportError: initialization failed" traceback and exit 1."""
-    log = tmp_path / "wrapped.log"
-    proc = start("", ros_env, {"wrapped": True}, log, module="test.nodes.slow_start")
+def assert_stops_while_starting(params: dict, ros_env, log) -> None:
+    """test.nodes.slow_start with ``params``, which interrupts its own start: 0, one line, no noise."""
+    proc = start("", ros_env, params, log, module="test.nodes.slow_start")
     proc.wait(30)
     assert proc.returncode == 0, log_text(log)
     assert "slow_start: stopped by SIGINT while starting" in log_text(log)
     assert_clean(log_text(log))
+
+
+def test_a_signal_a_library_wraps_while_starting_is_still_a_clean_stop(ros_env, tmp_path):
+    """Ctrl-C while `inference` imported onnxruntime (2 s into its start) ended it with onnxruntime's
+    "ImportError: initialization failed" traceback and exit 1."""
+    assert_stops_while_starting({"wrapped": True}, ros_env, tmp_path / "wrapped.log")
 
 
 def test_a_signal_inside_a_native_import_waits_for_the_import(ros_env, tmp_path):
     """make test: Ctrl-C reached `inference` while it imported onnx (loading its model, the node
     already in the graph) and it died with SIGSEGV: the StartInterrupted raised inside the import
     made it fail after onnx's C++ module had registered itself, and freeing what the failed import
-    left crashed. A signal inside an import is held until the import is done."""
-    log = tmp_path / "native.log"
-    proc = start("", ros_env, {"native_import": True}, log, module="test.nodes.slow_start")
-    proc.wait(30)
-    assert proc.returncode == 0, log_text(log)
-    assert "imported onnx" in log_text(log)
-    assert "slow_start: stopped by SIGINT while starting" in log_text(log)
-    assert_clean(log_text(log))
+    left crashed. A signal inside an import is held until the import is done, and raised on the
+    next line of the code that imported."""
+    assert_stops_while_starting({"native_import": True}, ros_env, tmp_path / "native.log")
 
 
 def test_a_signal_inside_rclpy_node_init_is_clean_too(ros_env, tmp_path):
     """A node is in the ROS graph before rclpy's Node.__init__ has made its parameter services:
     a Ctrl-C sent on seeing it there lands inside rclpy's own __init__ (here: on purpose). It is
-    held until that returns, and raised in the node's own start."""
-    log = tmp_path / "cut.log"
-    proc = start("", ros_env, {}, log, module="test.nodes.slow_start")
-    proc.wait(30)
-    assert proc.returncode == 0, log_text(log)
-    assert "slow_start: stopped by SIGINT while starting" in log_text(log)
-    assert_clean(log_text(log))
+    held until that returns, and raised in the node's own __init__."""
+    assert_stops_while_starting({}, ros_env, tmp_path / "cut.log")
 
 
 def test_ctrl_c_while_inference_loads_a_big_model(ros_env, tmp_path):
