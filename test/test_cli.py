@@ -144,3 +144,34 @@ def test_the_process_prints_one_line_and_no_traceback(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (f"edge-roofline up: error: parameter file {bad} is not valid YAML at line 4, "
                                    "column 1: expected ',' or ']', but got '<stream end>'")
+
+
+# The edge-roofline executable, with a signal (or two: launch forwards the terminal's Ctrl-C and
+# follows with SIGTERM) landing inside the import of a command's module.
+SIGNAL_IN_IMPORT = """
+import importlib.machinery, os, signal, sys, time
+from edge_roofline import cli
+execute = importlib.machinery.SourceFileLoader.exec_module
+def exec_module(self, module):
+    if module.__name__ == "edge_roofline.commands.virtual_jetson":
+        for name in sys.argv[1].split(","):
+            os.kill(os.getpid(), getattr(signal, name))
+            time.sleep(0.2)  # the handler runs here, inside the import
+    return execute(self, module)
+importlib.machinery.SourceFileLoader.exec_module = exec_module
+sys.exit(cli.console_main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("signals", ["SIGINT", "SIGTERM", "SIGINT,SIGINT,SIGTERM"])
+def test_a_signal_before_a_command_takes_it_ends_the_process_quietly(tmp_path, signals):
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_IN_IMPORT, signals, "virtual-jetson", "--root",
+                           str(tmp_path / "board")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and proc.stderr.strip() == "interrupted", (proc.returncode, proc.stderr)
+    assert not (tmp_path / "board").exists(), "the command ran"
+
+
+def test_the_executable_handles_signals_from_its_first_line():
+    import tomllib
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["edge-roofline"] == "edge_roofline.cli:console_main"
