@@ -1,6 +1,8 @@
 """``edge-roofline``: one command line over the core; subcommands live in
 ``edge_roofline.commands`` and are imported only when used, so ``--help`` stays fast. A user's
-error (edge_roofline.suite.errors.is_user_error) is ``edge-roofline CMD: error: ...`` and exit 2."""
+error (edge_roofline.suite.errors.is_user_error) is ``edge-roofline CMD: error: ...`` and exit 2.
+Ctrl-C or SIGTERM before a command takes them (``console_main``): exit 0 while the command line is
+still read, else ``interrupted`` and exit 130."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pkgutil
 import sys
 
 from edge_roofline import __version__, commands
+from edge_roofline.suite.signals import StartInterrupted, ignore_stop_signals, start_signals
 
 
 def _command_modules():
@@ -32,11 +35,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def console_main(argv: list[str] | None = None) -> int:
+    """The ``edge-roofline`` executable: ``main`` with the process's signals handled from its
+    first line. A Ctrl-C or SIGTERM before a command takes them (the long-running ones: ``up``,
+    ``virtual-jetson``, ``sweep``) lands at a safe point, never inside an import or a library's
+    code (suite.signals: there it could leave native state half made), and ends the process with
+    one line and no traceback; a second one never kills the process while it cleans up or exits. (Not ``main`` itself: a test calling it must keep its own process's handlers.)"""
+    start_signals()
+    try:
+        return main(argv)
+    finally:
+        ignore_stop_signals()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)  # its imports may take a held signal (console_main)
+    except StartInterrupted as exc:  # nothing was done: a clean stop, as a node's while it starts
+        print(f"edge-roofline: stopped by {exc} while starting", file=sys.stderr)
+        return 0
     try:
         return int(args._run(args) or 0)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, StartInterrupted):
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the one place a user's error becomes one line; a bug keeps its traceback
@@ -48,4 +68,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

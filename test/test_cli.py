@@ -144,3 +144,50 @@ def test_the_process_prints_one_line_and_no_traceback(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (f"edge-roofline up: error: parameter file {bad} is not valid YAML at line 4, "
                                    "column 1: expected ',' or ']', but got '<stream end>'")
+
+
+# The edge-roofline executable, with a signal (or three: launch forwards the terminal's Ctrl-C
+# and follows with SIGTERM) landing inside the import of a module.
+SIGNAL_IN_IMPORT = """
+import importlib.machinery, os, signal, sys, time
+from edge_roofline import cli
+execute = importlib.machinery.SourceFileLoader.exec_module
+def exec_module(self, module):
+    if module.__name__ == sys.argv[1]:
+        for name in sys.argv[2].split(","):
+            os.kill(os.getpid(), getattr(signal, name))
+            time.sleep(0.2)  # the handler runs here, inside the import
+    return execute(self, module)
+importlib.machinery.SourceFileLoader.exec_module = exec_module
+sys.exit(cli.console_main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("module, said", [
+    ("edge_roofline.commands.virtual_jetson", "edge-roofline: stopped by {} while starting"),  # reading the command line
+    ("edge_roofline.virtual.live", "edge-roofline virtual-jetson: stopped by {} while starting"),  # the command's start
+])
+@pytest.mark.parametrize("signals", ["SIGINT", "SIGTERM", "SIGINT,SIGINT,SIGTERM"])
+def test_a_signal_while_a_command_starts_stops_it_cleanly(tmp_path, module, said, signals):
+    # virtual-jetson runs under ros2 launch beside the nodes: a Ctrl-C while it starts is a clean
+    # stop (exit 0, one line), as a node's is; it was a KeyboardInterrupt traceback and exit -2.
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_IN_IMPORT, module, signals, "virtual-jetson", "--root",
+                           str(tmp_path / "board")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    said = {said.format(name) for name in signals.split(",")}  # the one held last is raised
+    assert proc.returncode == 0 and proc.stderr.strip() in said, (proc.returncode, proc.stderr)
+    assert not (tmp_path / "board").exists(), "the command ran"
+
+
+def test_a_signal_while_a_command_runs_interrupts_it():
+    # A command that does not take the signals itself (analyze, sweep's Ctrl-C) is interrupted: 130.
+    code = ("import os, signal, sys\nfrom edge_roofline import cli\nfrom edge_roofline.commands import analyze\n"
+            "analyze.run = lambda args: [os.kill(os.getpid(), signal.SIGINT), __import__('time').sleep(5)]\n"
+            "sys.exit(cli.console_main(['analyze', 'x.onnx']))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 130 and proc.stderr.strip() == "interrupted", (proc.returncode, proc.stderr)
+
+
+def test_the_executable_handles_signals_from_its_first_line():
+    import tomllib
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["edge-roofline"] == "edge_roofline.cli:console_main"

@@ -30,6 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import sys
     import time
 
     if args.calibration:
@@ -38,11 +39,16 @@ def run(args) -> int:
         return 0
     if not args.root:
         raise ValueError("--root DIR is required (where the tree is written)")
-    from edge_roofline.suite.signals import StopSignals, ignore_stop_signals
-    from edge_roofline.virtual.actuation import PRESETS
-    from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
-    # Under ros2 launch Ctrl-C arrives twice (terminal and launch): it only asks the loop to end.
-    stop = StopSignals().install()
+    from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals
+    try:  # ros2 launch runs it beside the nodes: a Ctrl-C while it starts is a clean stop, as theirs
+        from edge_roofline.virtual.actuation import PRESETS
+        from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
+        # Under ros2 launch Ctrl-C arrives twice (terminal and launch): it only asks the loop to end.
+        # (In this try: one held out of the imports is raised at the line after them, cli.console_main.)
+        stop = StopSignals().install()
+    except StartInterrupted as exc:
+        print(f"edge-roofline virtual-jetson: stopped by {exc} while starting", file=sys.stderr)
+        return 0
     jetson = LiveVirtualJetson(args.root, args.device, mode_id=args.mode, seed=args.seed,
                                perturbation=args.perturbation, tick_s=args.tick, actuation=PRESETS[args.physics])
     try:
