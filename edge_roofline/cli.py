@@ -40,7 +40,8 @@ def console_main(argv: list[str] | None = None) -> int:
     first line. A Ctrl-C or SIGTERM before a command takes them (the long-running ones: ``up``,
     ``virtual-jetson``, ``sweep``) lands at a safe point, never inside an import or a library's
     code (suite.signals: there it could leave native state half made), and ends the process with
-    one line and no traceback; a second one never kills the process while it cleans up or exits. (Not ``main`` itself: a test calling it must keep its own process's handlers.)"""
+    one line and no traceback; a second one never kills the process while it cleans up or exits.
+    (Not ``main`` itself: a test calling it must keep its own process's handlers.)"""
     start_signals()
     try:
         return main(argv)
