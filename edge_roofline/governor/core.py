@@ -227,7 +227,8 @@ class Governor(Selection):
         """The work of ``streams`` changed unannounced (another process on the GPU, other input
         content), shown by their samples since ``since_s``: points are unmeasured again, verdicts
         that still hold stay (Learned.surprised). Nothing told of the change: it is dated by its
-        first late inference there, and its grace runs from then (none if it showed none)."""
+        first late inference there, or a heavier work's by a miss judged just before
+        (streams.uncount_since), and its grace runs from then (none if it showed none)."""
         kept = self.learned.surprised(streams, slower)
         self._new_workload(forget_mixes=False, changed_s=uncount_since(
             streams, since_s, self.config.change_grace_s if slower else 0.0))

@@ -184,8 +184,10 @@ class Learned:
                 missing = [s for s in active if s.name in violations and self._served_slower(config, point, active, s)]
                 if missing:
                     surprised(missing, True, min(s.latencies[0][0] for s in missing))
-            for s in [] if burst else [s for s in active if s.name in violations]:
-                s.note_miss(now_s)  # a heavier work may show here first (streams.uncount_since)
+            if not burst:  # a heavier work may show here first (streams.uncount_since)
+                for s in active:
+                    if s.name in violations:
+                        s.note_miss(now_s)
             # It rules out every point it dominates; itself too, unless nowhere is faster (the
             # choice never drops an unbeatable point).
             self.findings.missed.rule_out(point.name, now_s, config.window_s if burst else None)
