@@ -50,7 +50,6 @@ class Governor(Selection):
         self.store = store or StateStore(config.state_path or None)
         recover(platform, self.store)
         self.found = platform.current_operating_point()
-        self.record_found()
         self.safe_point = self.found
         now = clock.now_s()
         self.safety = SafetyMonitor(config.safety, now)
@@ -87,6 +86,7 @@ class Governor(Selection):
             if len(self.streams) > 1:
                 raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
             fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
+        self.record_found()  # once the settings are found good: a start refused leaves no record
 
     predictor = property(lambda self: self._stream(DEFAULT_STREAM).predictor, doc="The only stream's predictor.")
     model_id = property(lambda self: next(iter(self.streams.values())).model_id,

@@ -129,9 +129,8 @@ class GovernorRuntime:
             if p["safe_point"]:
                 self.governor.safe_point = self._reachable(p["safe_point"])
             self._nothing_to_govern(identity, config.mode)
-        except Exception:
-            self.platform.close()
-            self.lock.release()
+        except BaseException:  # a bad setting found late, or a Ctrl-C while starting
+            self.abandon()
             raise
         if self.unavailable:
             self.lock.release()  # nothing here to fight over
@@ -250,6 +249,20 @@ class GovernorRuntime:
             gov.record_found()
             gov.set_mode(self.enabled_mode)
         return True, f"governor {gov.mode}"
+
+    def abandon(self) -> None:
+        """A start given up (a setting refused once the board was found, a Ctrl-C): nothing was
+        moved, so nothing is put back and nothing said; the crash record goes with it (the next
+        start would "put back" a board nobody touched), the readers close, the lock is freed."""
+        self._closed = True
+        for follower in getattr(self, "models", {}).values():
+            follower.close()
+        if hasattr(self, "governor"):
+            self.store.clear()
+        try:
+            self.platform.close()
+        finally:
+            self.lock.release()
 
     def close(self) -> bool:
         """Every cap file and the mode as found, one line saying so (or naming what could not be

@@ -18,12 +18,15 @@ from dataclasses import replace
 
 from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.validate_topic_name import validate_topic_name
 from std_srvs.srv import SetBool
 
 from edge_roofline.ros import topics
 from edge_roofline.clock import Clock
+from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.node_parameters import PARAMETERS
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.governor.settings import parameter_values
@@ -54,6 +57,13 @@ class GovernorNode(Node):
         self.clock = _NodeClock(self)
         self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
                                        owner=f"node {self.get_fully_qualified_name()}")
+        try:
+            self._start(p)
+        except BaseException:  # a setting refused here, or a Ctrl-C while starting: nothing was moved
+            self.runtime.abandon()
+            raise
+
+    def _start(self, p: dict) -> None:
         self._syncing = False
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._sync_parameters()
@@ -62,8 +72,8 @@ class GovernorNode(Node):
         # Power telemetry carries its own stamps, so samples queued behind a step keep their time.
         self.state_pub = self.create_publisher(GovernorState, topics.GOVERNOR_STATE, 10)
         # Without a streams parameter, the one stream is the suite's own inference/stats.
-        self.stats_topics = {s.name: self.resolve_topic_name(
-            s.stats_topic or (f"{s.name}/{topics.INFERENCE_STATS}" if p["streams"] else topics.INFERENCE_STATS))
+        self.stats_topics = {s.name: self._stats_topic(s.name, s.stats_topic or (
+            f"{s.name}/{topics.INFERENCE_STATS}" if p["streams"] else topics.INFERENCE_STATS))
             for s in self.runtime.streams}
         for name, topic in self.stats_topics.items():
             self.create_subscription(InferenceStats, topic, partial(self.on_stats, name), 50)
@@ -81,6 +91,15 @@ class GovernorNode(Node):
                             f"on {self.stats_topics[s.name]}" for s in self.runtime.streams)
         self.get_logger().info(f"governor {gov.mode} on {self.runtime.platform.identity().model}{sim}: "
                                f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
+
+    def _stats_topic(self, stream: str, topic: str) -> str:
+        try:
+            validate_topic_name(topic)  # rcl's resolve raises a bare RCLError for it
+        except InvalidTopicNameException as exc:
+            raise ConfigError(f"stream {stream}: stats_topic {topic!r} is not a ROS topic name "
+                              f"({str(exc).splitlines()[0].removeprefix('Invalid topic name: ')}); "
+                              f"name it like /det/inference/stats") from None
+        return self.resolve_topic_name(topic)
 
     def on_stats(self, stream: str, msg: InferenceStats) -> None:
         if self.runtime.observe_stats(stream, msg.model_id, convert.latency_s_from_stats(msg), self.clock.now_s(),

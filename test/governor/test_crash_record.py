@@ -164,3 +164,27 @@ def test_disable_restores_as_found_and_enable_records_again(tree):
     assert record["platform"]["files"][str(tree / "sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq")] == "729600"
     runtime.close()
     assert cap_files(tree) == found
+
+
+@pytest.mark.parametrize("failure", ["bad safe_point", "interrupted"])
+def test_a_start_that_fails_after_recording_leaves_no_crash_record(tree, failure, monkeypatch):
+    """A governor that never started moved nothing: its crash record (written as it starts) goes
+    with it, or the next start says "a previous governor did not shut down" of a board nobody
+    touched. A bad setting found late, and a Ctrl-C in the middle of the start, alike."""
+    from edge_roofline.suite.signals import StartInterrupted
+    state = tree / "var/lib/governor_state.json"
+    extra = {"safe_point": "no such point"}
+    if failure == "interrupted":
+        extra = {}
+
+        def interrupted(self, *args):
+            raise StartInterrupted("SIGINT")
+        monkeypatch.setattr(GovernorRuntime, "_nothing_to_govern", interrupted)
+    with pytest.raises((ConfigError, StartInterrupted)):
+        GovernorRuntime(runtime_params(tree, mode="active", **extra), SimClock(0.0), log=print)
+    monkeypatch.undo()
+    assert not state.exists(), state.read_text()
+    logs = []
+    runtime = GovernorRuntime(runtime_params(tree, mode="active"), SimClock(0.0), log=logs.append)  # the lock free
+    runtime.close()
+    assert not any("did not shut down" in line for line in logs), logs

@@ -59,3 +59,25 @@ def test_unparsable_ros_arguments_end_in_one_line_too(ros_env):
     # rcl logs its own line first; ours names the rule it could not parse.
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "console: cannot start: failed to initialize rcl: Couldn't parse parameter override rule: '-p period_s'")
+
+
+def test_a_governor_that_cannot_start_leaves_no_crash_record_and_the_board_as_found(board, ros_env, tmp_path):
+    """A setting the node itself refuses (a stream's topic is no ROS name: one line, not rcl's
+    traceback) after the governor has found the board: nothing was moved, so nothing is said of
+    putting it back, and no crash record stays behind for the next start to "put back" (it would
+    say a previous governor did not shut down)."""
+    from test.nodes.virtual_rig import cap_files, governor_params
+    state = tmp_path / "state.json"
+    found = cap_files(board)
+    stream = "{name: det, stats_topic: '/det/in fo', model: zoo:tiny_cnn, target_latency_ms: 20}"
+    params = governor_params(board, state, model="", streams=f"[{stream}]")
+    args = [sys.executable, "-m", "edge_roofline.nodes.governor", "--ros-args"]
+    for name, value in params.items():
+        args += _param_arg(name, value)
+    proc = subprocess.run(args, env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "/det/in fo" in lines[0], proc.stderr
+    assert lines[0].startswith("governor: cannot start: stream det: stats_topic '/det/in fo' is not a ROS topic name")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert not state.exists(), state.read_text()
+    assert cap_files(board) == found
