@@ -11,11 +11,13 @@ from pathlib import Path
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import InvalidParameterTypeException, NameValidationException, ParameterException
+from rclpy.exceptions import (InvalidParameterTypeException, InvalidTopicNameException, NameValidationException,
+                               ParameterException)
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
+from rclpy.validate_topic_name import validate_topic_name
 
 from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
@@ -23,13 +25,25 @@ from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_st
 
 
 class ParameterError(ValueError):
-    """A parameter given (file or -p) with another type than the node declares, or a rate it cannot run at."""
+    """A parameter given (file or -p) with another type than the node declares, a rate it cannot
+    run at, or a topic that is no ROS name."""
+
+
+def check_topic_name(topic: str, what: str, fix: str) -> None:
+    """``topic`` a ROS topic name, or ParameterError naming ``what`` it is and ``fix``: rcl's own
+    resolve fails on a bad one with a bare RCLError traceback."""
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicNameException as exc:
+        why = str(exc).splitlines()[0].removeprefix("Invalid topic name: ").rstrip(": ")
+        raise ParameterError(f"{what} {topic!r} is not a ROS topic name ({why}): {fix}") from None
 
 
 def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     """Declare ``{name: (default, description)}`` and return the values in force. A rate
     (``*_hz``) drives a timer or a sampler, so it must be finite and > 0 (rcl's timer would
-    otherwise fail with its own traceback, or a NaN period spin)."""
+    otherwise fail with its own traceback, or a NaN period spin); a topic (``*_topic``, empty:
+    off) must be a ROS name."""
     for name, (default, description) in parameters.items():
         try:
             node.declare_parameter(name, default, ParameterDescriptor(description=description))
@@ -44,6 +58,8 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
         if name.endswith("_hz") and not (math.isfinite(value) and value > 0):
             raise ParameterError(f"parameter {name} must be a rate > 0 Hz, got {value}: fix it in the "
                                      f"parameter file or -p {name}:=VALUE")
+        if name.endswith("_topic") and value:
+            check_topic_name(value, f"parameter {name}", f"fix it in the parameter file or -p {name}:=/NAME")
     return values
 
 

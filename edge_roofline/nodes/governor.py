@@ -18,21 +18,18 @@ from dataclasses import replace
 
 from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.validate_topic_name import validate_topic_name
 from std_srvs.srv import SetBool
 
 from edge_roofline.ros import topics
 from edge_roofline.clock import Clock
-from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.node_parameters import PARAMETERS
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.governor.settings import parameter_values
 from edge_roofline.msg import GovernorState, InferenceStats, PowerTelemetry
 from edge_roofline.nodes import convert
-from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.nodes.common import check_topic_name, declare_parameters, run_node
 from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.telemetry.repeated_lines import RepeatedLines
 from edge_roofline.srv import SetTarget
@@ -93,12 +90,7 @@ class GovernorNode(Node):
                                f"{targets}; {len(gov.candidates)} candidate points, found {gov.found.name}")
 
     def _stats_topic(self, stream: str, topic: str) -> str:
-        try:
-            validate_topic_name(topic)  # rcl's resolve raises a bare RCLError for it
-        except InvalidTopicNameException as exc:
-            raise ConfigError(f"stream {stream}: stats_topic {topic!r} is not a ROS topic name "
-                              f"({str(exc).splitlines()[0].removeprefix('Invalid topic name: ')}); "
-                              f"name it like /det/inference/stats") from None
+        check_topic_name(topic, f"stream {stream}: stats_topic", "name it like /det/inference/stats")
         return self.resolve_topic_name(topic)
 
     def on_stats(self, stream: str, msg: InferenceStats) -> None:

@@ -29,6 +29,9 @@ CASES = [
     ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
     ("generation", {"model": "/nonexistent/decoder.onnx"}, "cannot read model /nonexistent/decoder.onnx"),
     ("latency_probe", {"mode": "tokens"}, "mode must be frames or generation"),
+    # rcl's resolve raised a bare RCLError (a traceback, exit 1) for a topic that is no ROS name
+    ("latency_probe", {"input_topic": "/cam era"}, "parameter input_topic '/cam era' is not a ROS topic name"),
+    ("inference", {"image_topic": "/cam era"}, "parameter image_topic '/cam era' is not a ROS topic name"),
 ]
 
 
@@ -77,7 +80,8 @@ def test_a_governor_that_cannot_start_leaves_no_crash_record_and_the_board_as_fo
     proc = subprocess.run(args, env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "/det/in fo" in lines[0], proc.stderr
-    assert lines[0].startswith("governor: cannot start: stream det: stats_topic '/det/in fo' is not a ROS topic name")
+    assert lines[0].startswith("governor: cannot start: stream det: stats_topic '/det/in fo' is not a ROS topic name "
+                               "(topic name must not contain characters other than alphanumerics"), lines[0]
     assert "Traceback" not in proc.stderr, proc.stderr
     assert not state.exists(), state.read_text()
     assert cap_files(board) == found
