@@ -88,6 +88,29 @@ def test_governor_restores_through_a_signal_storm(ros_env, tmp_path):
         jetson.stop()
 
 
+def test_a_governor_stopped_while_starting_leaves_the_board_and_no_crash_record(ros_env, tmp_path):
+    """Ctrl-C once the governor had found the board (its lock taken, its crash record written)
+    and before its node was made: nothing was moved, so nothing is put back or said of it, and no
+    record is left for the next start to "recover" from."""
+    from edge_roofline.virtual.live import LiveVirtualJetson
+    root, state = tmp_path / "board", tmp_path / "state.json"
+    jetson = LiveVirtualJetson(root, DEVICE).start()
+    try:
+        found = cap_files(root)
+        log = tmp_path / "governor.log"
+        proc = start("", ros_env, {"platform": f"virtual:{DEVICE}", "sysfs_root": str(root), "mode": "active",
+                                   "model": "zoo:tiny_cnn", "state_path": str(state)}, log,
+                     module="test.nodes.slow_governor")
+        assert proc.wait(60) == 0, log_text(log)
+        text = log_text(log)
+        assert "slow_governor: stopped by SIGINT while starting" in text and "restored" not in text, text
+        assert not state.exists(), state.read_text()
+        assert cap_files(root) == found
+        assert_clean(text)
+    finally:
+        jetson.stop()
+
+
 def test_a_signal_while_starting_ends_the_node_with_one_line(ros_env, tmp_path):
     log = tmp_path / "slow.log"
     proc = start("", ros_env, {"wait": True}, log, module="test.nodes.slow_start")
