@@ -47,6 +47,8 @@ def _cases(tmp_path, model):
     empty_model.write_bytes(b"")
     malformed = tmp_path / "malformed.yaml"
     malformed.write_text("phases: [{duration_s: 2\n")
+    binary = tmp_path / "binary.yaml"  # a file given as YAML that is not text at all
+    binary.write_bytes(b"phases: \xff\xfe\n")
     corrupt_sweep, empty_sweep = tmp_path / "corrupt_sweep", tmp_path / "empty_sweep"
     for sweep_dir, content in ((corrupt_sweep, "not a database"), (empty_sweep, "")):
         sweep_dir.mkdir()
@@ -63,6 +65,9 @@ def _cases(tmp_path, model):
         (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),
         (["governor-eval", missing + ".yaml"], "not found"),
         (["governor-eval", str(malformed)], f"scenario {malformed} is not valid YAML at line 2, column 1: expected"),
+        (["governor-eval", str(binary)], f"{binary}: not utf-8 text (byte 0xff at offset 8: invalid start byte); "
+                                         "give a text file"),
+        (["up", "--config", str(binary)], f"{binary}: not utf-8 text"),
         (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
         (["recording", missing + ".mcap"], "not found"),
         (["report", missing], "holds no sweep"),
