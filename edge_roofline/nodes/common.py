@@ -3,6 +3,7 @@ descriptors, and a main() that inits, spins and shuts down cleanly, whatever sig
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import re
@@ -19,6 +20,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
+from edge_roofline.suite.parameters import ROS_PARAMETERS, declared_parameters
 from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals, start_signals
 
 
@@ -39,12 +41,27 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
             raise ParameterError(
                 f"parameter {name} is {got}, expected {Parameter.Type.from_parameter_value(default).name.lower()} "
                 f"like its default {default!r}: fix it in the parameter file or -p {name}:=VALUE") from None
+    _refuse_unknown(node, parameters)
     values = {name: node.get_parameter(name).value for name in parameters}
     for name, value in values.items():
         if name.endswith("_hz") and not (math.isfinite(value) and value > 0):
             raise ParameterError(f"parameter {name} must be a rate > 0 Hz, got {value}: fix it in the "
                                      f"parameter file or -p {name}:=VALUE")
     return values
+
+
+def _refuse_unknown(node: Node, parameters: dict[str, tuple]) -> None:
+    """A parameter given (file or -p) that no node of the suite declares is a typo: rclpy would
+    ignore it and leave the default in force. One another node declares passes (a ``/**``
+    section sets each node's own from one list)."""
+    known = {*parameters, *ROS_PARAMETERS, *(name for table in declared_parameters().values() for name in table)}
+    unknown = sorted(set(node._parameter_overrides) - known)  # rclpy keeps no public view of them
+    if unknown:
+        close = {name: difflib.get_close_matches(name, list(parameters), n=1) for name in unknown}
+        fix = (f"did you mean {', '.join(repr(c[0]) for c in close.values())}?" if all(close.values())
+               else f"{node.get_name()} has: {', '.join(sorted(parameters))}")
+        raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))}: {fix}; "
+                             f"fix the parameter file or -p")
 
 
 def _destroy_half_built(node: Node) -> None:

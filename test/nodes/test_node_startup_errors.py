@@ -29,6 +29,16 @@ CASES = [
     ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
     ("generation", {"model": "/nonexistent/decoder.onnx"}, "cannot read model /nonexistent/decoder.onnx"),
     ("latency_probe", {"mode": "tokens"}, "mode must be frames or generation"),
+    # A parameter no node declares was ignored by ROS, its default silently in force.
+    ("governor", {"target_latncy_ms": 30.0}, "unknown parameter(s) 'target_latncy_ms': did you mean "
+                                             "'target_latency_ms'?; fix the parameter file or -p"),
+    ("console", {"perod_s": 1.0, "zzz": 1}, "unknown parameter(s) 'perod_s', 'zzz': console has: "
+                                            "generation_namespace, period_s, top_layers, window_frames"),
+    # A stream's value of the wrong type was a traceback (a name or topic not text) or silently coerced.
+    ("governor", {"streams": "[{name: 5, target_latency_ms: 30}]"}, "stream 5.name: expected text, got 5"),
+    ("governor", {"streams": "[{name: d, target_latency_ms: 30, stats_topic: 5}]"}, "stats_topic: expected text"),
+    ("governor", {"streams": "/nonexistent/streams.yaml"},
+     "cannot read streams file /nonexistent/streams.yaml: No such file or directory; give a YAML file"),
 ]
 
 
@@ -59,3 +69,21 @@ def test_unparsable_ros_arguments_end_in_one_line_too(ros_env):
     # rcl logs its own line first; ours names the rule it could not parse.
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "console: cannot start: failed to initialize rcl: Couldn't parse parameter override rule: '-p period_s'")
+
+
+def test_an_unknown_key_in_a_parameter_file_is_refused_and_a_shared_one_is_not(ros_env, tmp_path):
+    shared = "/**:\n  ros__parameters:\n    sysfs_root: /tmp/tree\n"  # another node's: a /** list sets each its own
+    params = tmp_path / "params.yaml"
+    params.write_text(shared + "console:\n  ros__parameters:\n    perod_s: 1.0\n")
+    args = [sys.executable, "-m", "edge_roofline.nodes.console", "--ros-args", "--params-file", str(params)]
+    proc = subprocess.run(args, env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "console: cannot start: unknown parameter(s) 'perod_s': did you mean 'period_s'?; fix the parameter file "
+        "or -p"), proc.stderr
+    params.write_text(shared + "console:\n  ros__parameters:\n    period_s: 0.2\n")
+    node = subprocess.Popen(args, env=ros_env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert "edge_roofline |" in node.stdout.readline(), "the console did not start"  # its first summary
+    finally:
+        node.terminate()
+        node.wait(30)
