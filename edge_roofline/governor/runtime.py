@@ -102,6 +102,7 @@ class GovernorRuntime:
             log(other_record)
         if recovered is not None:
             log(f"a previous governor did not shut down: {recovered}")
+        recorded_before = self.store.path is not None and self.store.path.exists()
         try:
             identity = self.platform.identity()
             device = p["device"] or identity.catalogue_key
@@ -130,6 +131,10 @@ class GovernorRuntime:
                 self.governor.safe_point = self._reachable(p["safe_point"])
             self._nothing_to_govern(identity, config.mode)
         except Exception:
+            # Refused before any change (a bad prior_table or safe_point): the record the Governor
+            # wrote would make the next start report a crash and "restore" an untouched board.
+            if not recorded_before:
+                self.store.clear()
             self.platform.close()
             self.lock.release()
             raise
