@@ -16,6 +16,8 @@ CASES = [
     ("inference", {"backend": "bogus"}, "unknown backend 'bogus'"),
     ("inference", {"scale": "abc"}, "parameter scale is 'abc' (string), expected double like its default 255.0"),
     ("inference", {"width": 1.5}, "parameter width is '1.5' (double), expected integer"),
+    ("inference", {"mean": [0.485, 0.456, 0.406]}, "parameter(s) mean are used only with the input size: set -p "
+                                                   "width:=W -p height:=H too"),  # was dropped in silence
     ("governor", {"target_latency_ms": "abc"}, "parameter target_latency_ms is 'abc'"),
     ("governor", {"step_rate_hz": 0.0}, "parameter step_rate_hz must be a rate > 0 Hz, got 0.0"),
     ("power_monitor", {"sample_rate_hz": "fast"}, "parameter sample_rate_hz is 'fast'"),
