@@ -47,9 +47,10 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
         from edge_roofline.platforms.cpu import CpuPlatform
         return CpuPlatform(root=sysfs_root)
     if kind == "virtual":
-        if not arg:
-            raise PlatformInitError("virtual platform needs a device: virtual:agx_orin_64gb "
-                                    "(see `edge-roofline virtual-jetson --help` for the list)")
+        from edge_roofline.virtual.params import CALIBRATION
+        if arg not in CALIBRATION:  # else a wait of a minute for a board no virtual Jetson can render
+            raise PlatformInitError(f"virtual platform needs a device the virtual Jetson knows: virtual:DEVICE, "
+                                    f"DEVICE one of {', '.join(sorted(CALIBRATION))}; got {spec!r}")
         if sysfs_root in ("", "/"):
             raise PlatformInitError(
                 f"virtual:{arg} needs the root of a live virtual Jetson: start one with "

@@ -2,6 +2,7 @@
 (the factories' shared idiom is tested in test/test_factories.py)."""
 
 import sys
+import time
 
 from edge_roofline.platforms import create_platform_or_degraded
 
@@ -14,3 +15,14 @@ def test_a_missing_platform_degrades_to_the_cpu_with_the_reason(monkeypatch):
         assert "NvmlPlatform is not available in this install" in problem
     finally:
         platform.close()
+
+
+def test_an_unknown_virtual_device_is_named_at_once(tmp_path):
+    # It waited a minute for a live board no virtual Jetson can render, then told the user to start
+    # one with --device nosuch (which virtual-jetson refuses).
+    start = time.monotonic()
+    platform, problem = create_platform_or_degraded("virtual:nosuch", sysfs_root=str(tmp_path))
+    platform.close()
+    assert time.monotonic() - start < 5.0
+    assert "virtual platform needs a device the virtual Jetson knows: virtual:DEVICE, DEVICE one of " \
+           "agx_orin_32gb, agx_orin_64gb" in problem and "got 'virtual:nosuch'" in problem, problem
