@@ -92,6 +92,22 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
         ignore_stop_signals()  # the process is ending: nothing may kill it while Python finalises
 
 
+def _params_file_problem(exc: RuntimeError, argv: list[str] | None) -> str | None:
+    """For a parameter file rcl cannot parse, the suite's check of it (``up`` runs the same):
+    rcl names only a line of its parser ("Sequence should be of same type"), not the key."""
+    if "params file" not in str(exc):
+        return None
+    from edge_roofline.suite.spec import load_params
+    args = list(sys.argv if argv is None else argv)
+    for flag, path in zip(args, args[1:]):
+        if flag == "--params-file":
+            try:
+                load_params(path)
+            except (ValueError, OSError) as problem:
+                return one_line(problem)
+    return None
+
+
 def _start_interrupt_in(exc: BaseException | None) -> StartInterrupted | None:
     """The StartInterrupted an exception was raised from or during, if any: a signal landing in a
     native module's import comes back as that module's ImportError."""
@@ -112,7 +128,7 @@ def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> i
         try:
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
         except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)
-            print(f"{executable}: cannot start: {one_line(exc)}", file=sys.stderr)
+            print(f"{executable}: cannot start: {_params_file_problem(exc, argv) or one_line(exc)}", file=sys.stderr)
             return 2
         try:
             node.__init__()

@@ -89,3 +89,17 @@ def test_an_unknown_key_in_a_parameter_file_is_refused_and_a_shared_one_is_not(r
     finally:
         node.terminate()
         node.wait(30)
+
+
+def test_a_parameter_file_rcl_cannot_parse_is_named_by_key(ros_env, tmp_path):
+    # The natural way to write streams in a parameter file; rcl said only "Sequence should be of
+    # same type. Value type 'integer' do not belong at line_num 5, at .../parse.c:350".
+    params = tmp_path / "params.yaml"
+    params.write_text("governor:\n  ros__parameters:\n    streams:\n      - {name: det, target_latency_ms: 30}\n")
+    proc = subprocess.run([sys.executable, "-m", "edge_roofline.nodes.governor", "--ros-args", "--params-file",
+                           str(params)], env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"governor: cannot start: parameter file {params}: governor: streams is [{{'name': 'det', "
+        "'target_latency_ms': 30}] (list), expected string like its default '' (a ROS parameter holds no mappings: "
+        "write it as YAML text in quotes, or a file's path)"), proc.stderr
