@@ -95,6 +95,10 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
 def _params_file_problem(exc: RuntimeError, argv: list[str] | None) -> str | None:
     """For a parameter file rcl cannot parse, the suite's check of it (``up`` runs the same):
     rcl names only a line of its parser ("Sequence should be of same type"), not the key."""
+    rule = re.search(r"parameter override rule: '-p ([^:']+):=([\[{].*)'\. Error", str(exc))
+    if rule and "{" in rule[2]:  # a mapping (the governor's streams): rcl says only "Unknown YAML event"
+        return (f"-p {rule[1]}:={rule[2]} is a mapping, which a ROS parameter cannot hold: give it as YAML text in "
+                f"quotes, -p \"{rule[1]}:='{rule[2]}'\", or a file's path")
     if "params file" not in str(exc):
         return None
     from edge_roofline.suite.spec import load_params

@@ -103,3 +103,14 @@ def test_a_parameter_file_rcl_cannot_parse_is_named_by_key(ros_env, tmp_path):
         f"governor: cannot start: parameter file {params}: governor: streams is [{{'name': 'det', "
         "'target_latency_ms': 30}] (list), expected string like its default '' (a ROS parameter holds no mappings: "
         "write it as YAML text in quotes, or a file's path)"), proc.stderr
+
+
+
+def test_a_mapping_given_with_p_says_to_quote_it(ros_env):
+    # docs/governor_node.md's inline example lost its quotes to the shell: rcl said "Unknown YAML event".
+    streams = "[{name: det, target_latency_ms: 30}]"
+    proc = subprocess.run([sys.executable, "-m", "edge_roofline.nodes.governor", "--ros-args", "-p",
+                           f"streams:={streams}"], env=ros_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"governor: cannot start: -p streams:={streams} is a mapping, which a ROS parameter cannot hold: give it "
+        f"as YAML text in quotes, -p \"streams:='{streams}'\", or a file's path"), proc.stderr
