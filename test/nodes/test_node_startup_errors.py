@@ -26,6 +26,7 @@ CASES = [
     ("synthetic_camera", {"width": "wide"}, "parameter width is 'wide'"),
     ("console", {"period_s": "often"}, "parameter period_s is 'often'"),
     ("foxglove_bridge", {"port": "http"}, "parameter port is 'http'"),
+    ("foxglove_bridge", {"port": 70000}, "Foxglove port 70000 is not a TCP port: give 1-65535, or 0"),  # a traceback
     ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
     ("generation", {"backend": "tensorrt"}, "backend must be ort or virtual for generation"),
     ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
