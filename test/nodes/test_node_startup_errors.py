@@ -24,6 +24,8 @@ CASES = [
     ("power_monitor", {"publish_rate_hz": -20.0}, "parameter publish_rate_hz must be a rate > 0 Hz, got -20.0"),
     ("power_monitor", {"diagnostics_rate_hz": float("nan")}, "parameter diagnostics_rate_hz must be a rate > 0 Hz"),
     ("synthetic_camera", {"width": "wide"}, "parameter width is 'wide'"),
+    # A MemoryError traceback (terabytes: no machine renders it).
+    ("synthetic_camera", {"width": 1000000, "height": 1000000}, "frames of 1000000x1000000 rgb8 do not fit"),
     ("console", {"period_s": "often"}, "parameter period_s is 'often'"),
     ("foxglove_bridge", {"port": "http"}, "parameter port is 'http'"),
     ("foxglove_bridge", {"port": 70000}, "Foxglove port 70000 is not a TCP port: give 1-65535, or 0"),  # a traceback
