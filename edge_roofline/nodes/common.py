@@ -31,7 +31,7 @@ class ParameterError(ValueError):
 def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     """Declare ``{name: (default, description)}`` and return the values in force. A rate
     (``*_hz``) drives a timer or a sampler, so it must be finite and > 0 (rcl's timer would
-    otherwise fail with its own traceback, or a NaN period spin)."""
+    otherwise fail with its own traceback, or a NaN period spin); a duration (``*_s``) >= 0."""
     for name, (default, description) in parameters.items():
         try:
             node.declare_parameter(name, default, ParameterDescriptor(description=description))
@@ -47,6 +47,10 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
         if name.endswith("_hz") and not (math.isfinite(value) and value > 0):
             raise ParameterError(f"parameter {name} must be a rate > 0 Hz, got {value}: fix it in the "
                                      f"parameter file or -p {name}:=VALUE")
+        # A duration drives a timer or a wait: a negative or NaN one was rcl's or Python's traceback.
+        if name.endswith("_s") and isinstance(value, float) and not value >= 0:
+            raise ParameterError(f"parameter {name} must be a duration >= 0 s, got {value}: fix it in the "
+                                 f"parameter file or -p {name}:=VALUE")
     return values
 
 

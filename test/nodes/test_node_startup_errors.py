@@ -27,6 +27,13 @@ CASES = [
     # A MemoryError traceback (terabytes: no machine renders it).
     ("synthetic_camera", {"width": 1000000, "height": 1000000}, "frames of 1000000x1000000 rgb8 do not fit"),
     ("console", {"period_s": "often"}, "parameter period_s is 'often'"),
+    # rcl's "timer period must be non-negative" and "cannot convert float NaN to integer" tracebacks,
+    # a console printing nonstop, and deque's "maxlen must be non-negative".
+    ("console", {"period_s": -1.0}, "parameter period_s must be a duration >= 0 s, got -1.0"),
+    ("console", {"period_s": float("nan")}, "parameter period_s must be a duration >= 0 s, got nan"),
+    ("console", {"period_s": 0.0}, "console: period_s must be > 0 (got 0.0), window_frames >= 1"),
+    ("console", {"window_frames": -1}, "window_frames >= 1 (got -1)"),
+    ("latency_probe", {"timeout_s": -1.0}, "parameter timeout_s must be a duration >= 0 s, got -1.0"),
     ("foxglove_bridge", {"port": "http"}, "parameter port is 'http'"),
     ("foxglove_bridge", {"port": 70000}, "Foxglove port 70000 is not a TCP port: give 1-65535, or 0"),  # a traceback
     ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
