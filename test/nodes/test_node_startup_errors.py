@@ -34,6 +34,7 @@ CASES = [
     ("console", {"period_s": 0.0}, "console: period_s must be > 0 (got 0.0), window_frames >= 1"),
     ("console", {"window_frames": -1}, "window_frames >= 1 (got -1)"),
     ("latency_probe", {"timeout_s": -1.0}, "parameter timeout_s must be a duration >= 0 s, got -1.0"),
+    ("latency_probe", {"output_topic": "a"}, "input_topic and output_topic are both /a: give the node's input"),
     ("foxglove_bridge", {"port": "http"}, "parameter port is 'http'"),
     ("foxglove_bridge", {"port": 70000}, "Foxglove port 70000 is not a TCP port: give 1-65535, or 0"),  # a traceback
     ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
