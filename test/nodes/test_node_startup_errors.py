@@ -14,6 +14,7 @@ CASES = [
     ("inference", {"model": "CORRUPT"}, "is not a valid ONNX model"),
     ("inference", {"model": "zoo:no_such_net"}, "unknown zoo model 'no_such_net'; known: resnet18"),
     ("inference", {"backend": "bogus"}, "unknown backend 'bogus'"),
+    ("inference", {"engine": "tpu"}, "unknown engine 'tpu'; use one of ('gpu', 'cpu', 'dla')"),  # at the first report
     ("inference", {"scale": "abc"}, "parameter scale is 'abc' (string), expected double like its default 255.0"),
     ("inference", {"width": 1.5}, "parameter width is '1.5' (double), expected integer"),
     ("inference", {"mean": [0.485, 0.456, 0.406]}, "parameter(s) mean are used only with the input size: set -p "
