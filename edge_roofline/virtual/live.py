@@ -93,6 +93,11 @@ def wait_for_live_board(root: str | Path, timeout_s: float, poll_s: float = 0.05
     return True
 
 
+def live_board_device(root: str | Path) -> str:
+    """The device key of the live virtual Jetson whose tree is at ``root`` (its physics.json)."""
+    return json.loads((Path(root) / RUN_DIR / "physics.json").read_text())["device"]
+
+
 class TreeRootError(OSError):
     """The directory given for a virtual Jetson's tree cannot hold it."""
 
