@@ -127,6 +127,7 @@ OUT_OF_RANGE = [
     (["governor-eval", "agx_steady", "--plot", "/"], "argument --plot: / is a directory; give a file name"),
     (["governor-eval", "agx_steady", "--plot", "plot"], "argument --plot: plot: charts are written as .png or .svg"),
     (["recording", "x.mcap", "--power-plot", "power.txt"], "argument --power-plot: power.txt: charts are written"),
+    (["up", "--record", "/"], "argument --record: / is a directory; give a file name in it"),  # after nodes started
 ]
 
 

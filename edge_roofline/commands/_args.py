@@ -47,7 +47,7 @@ def output_file(text: str) -> str:
     if not text:  # none
         return text
     if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name, e.g. {path / 'results.json'}")
+        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name in it")
     if not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: folder {path.parent} does not exist; create it first")
     return text
