@@ -41,6 +41,9 @@ CASES = [
     ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
     ("generation", {"backend": "tensorrt"}, "backend must be ort or virtual for generation"),
     ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
+    # Both started: a NaN temperature samples nothing, ONNX Runtime took -1 threads.
+    ("generation", {"temperature": float("nan")}, "temperature >= 0 (got nan)"),
+    ("generation", {"ort_threads": -1}, "ort_threads must be >= 0 (0: ONNX Runtime's default), got -1"),
     ("generation", {"model": "/nonexistent/decoder.onnx"}, "cannot read model /nonexistent/decoder.onnx"),
     ("latency_probe", {"mode": "tokens"}, "mode must be frames or generation"),
     # A parameter no node declares was ignored by ROS, its default silently in force.
