@@ -24,6 +24,11 @@ CASES = [
     ("power_monitor", {"sample_rate_hz": "fast"}, "parameter sample_rate_hz is 'fast'"),
     ("power_monitor", {"publish_rate_hz": -20.0}, "parameter publish_rate_hz must be a rate > 0 Hz, got -20.0"),
     ("power_monitor", {"diagnostics_rate_hz": float("nan")}, "parameter diagnostics_rate_hz must be a rate > 0 Hz"),
+    # Each started: a NaN threshold or warn above error never warned; a negative power one always did.
+    ("power_monitor", {"temperature_warn_c": float("nan")}, "temperature_warn_c and temperature_error_c must be "
+                                                            "finite, warn <= error; got nan and 95.0"),
+    ("power_monitor", {"temperature_warn_c": 100.0}, "warn <= error; got 100.0 and 95.0"),
+    ("power_monitor", {"power_warn_w": -5.0}, "power_warn_w and power_error_w must be >= 0 (0: off), warn <= error"),
     ("synthetic_camera", {"width": "wide"}, "parameter width is 'wide'"),
     # A MemoryError traceback (terabytes: no machine renders it).
     ("synthetic_camera", {"width": 1000000, "height": 1000000}, "frames of 1000000x1000000 rgb8 do not fit"),
