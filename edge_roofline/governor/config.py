@@ -342,6 +342,14 @@ class GovernorConfig:
             raise ConfigError(f"margin must be in [0, 1), got {self.margin}")
         if not self.stream_timeout_s > 0:  # not NaN either: every stream would be silent for good
             raise ConfigError(f"stream_timeout_s must be > 0 s, got {self.stream_timeout_s}")
+        for f in fields(self):  # a count, a time or a fraction: NaN or negative turns a rule off in silence
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                    math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{f.name} must be a finite number >= 0, got {value}")
+        if self.min_window_samples < 1 or not self.window_s > 0:
+            raise ConfigError(f"min_window_samples must be >= 1 and window_s > 0 s (no percentile otherwise), got "
+                              f"{self.min_window_samples} and {self.window_s}")
         object.__setattr__(self, "streams", streams_from_list(self.streams))
 
     @property

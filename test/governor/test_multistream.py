@@ -167,6 +167,10 @@ def test_streams_are_written_in_a_minute_and_mistakes_named(tmp_path):
     ({"points": {"cpu_steps": 2.5}}, "points.cpu_steps: expected an integer, got 2.5"),
     ({"points": {"core_options": 12}}, "points.core_options: expected a list, got 12"),
     ({"safety": {"stale_telemetry_s": True}}, "safety.stale_telemetry_s: expected a number, got True"),
+    # Started: NaN or negative turned the rule off in silence, no window never gave a percentile.
+    ({"hysteresis": float("nan")}, "hysteresis must be a finite number >= 0, got nan"),
+    ({"explore_budget": -3}, "explore_budget must be a finite number >= 0, got -3"),
+    ({"min_window_samples": 0}, "min_window_samples must be >= 1 and window_s > 0 s"),
 ])
 def test_a_config_value_of_the_wrong_type_is_named_not_coerced(config, problem):
     with pytest.raises(ConfigError, match=problem):

@@ -21,6 +21,7 @@ CASES = [
                                                    "width:=W -p height:=H too"),  # was dropped in silence
     ("governor", {"target_latency_ms": "abc"}, "parameter target_latency_ms is 'abc'"),
     ("governor", {"step_rate_hz": 0.0}, "parameter step_rate_hz must be a rate > 0 Hz, got 0.0"),
+    ("governor", {"hysteresis": float("nan")}, "hysteresis must be a finite number >= 0, got nan"),  # started
     ("power_monitor", {"sample_rate_hz": "fast"}, "parameter sample_rate_hz is 'fast'"),
     ("power_monitor", {"publish_rate_hz": -20.0}, "parameter publish_rate_hz must be a rate > 0 Hz, got -20.0"),
     ("power_monitor", {"diagnostics_rate_hz": float("nan")}, "parameter diagnostics_rate_hz must be a rate > 0 Hz"),
