@@ -47,6 +47,8 @@ def _cases(tmp_path, model):
     empty_model.write_bytes(b"")
     malformed = tmp_path / "malformed.yaml"
     malformed.write_text("phases: [{duration_s: 2\n")
+    binary = tmp_path / "binary.yaml"  # a file given as YAML that is not text at all
+    binary.write_bytes(b"phases: \xff\xfe\n")
     corrupt_sweep, empty_sweep = tmp_path / "corrupt_sweep", tmp_path / "empty_sweep"
     for sweep_dir, content in ((corrupt_sweep, "not a database"), (empty_sweep, "")):
         sweep_dir.mkdir()
@@ -59,10 +61,12 @@ def _cases(tmp_path, model):
         (["analyze", model, "--operating-point", "MODE_99W"], "MODE_99W"),
         (["ceilings", "--device", "no_such_board"], "unknown device 'no_such_board'"),
         (["ceilings", "--cached", "--cache-dir", missing], "no cached cpu fp32 ceilings in "),
-        (["analyze", "zoo:tiny_cnn", "--json", str(tmp_path)], f"error: {tmp_path}: Is a directory"),
         (["governor-eval", str(scenario)], "batch=4 asked, but every input's leading dimension is static"),
         (["governor-eval", missing + ".yaml"], "not found"),
         (["governor-eval", str(malformed)], f"scenario {malformed} is not valid YAML at line 2, column 1: expected"),
+        (["governor-eval", str(binary)], f"{binary}: not utf-8 text (byte 0xff at offset 8: invalid start byte); "
+                                         "give a text file"),
+        (["up", "--config", str(binary)], f"{binary}: not utf-8 text"),
         (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
         (["recording", missing + ".mcap"], "not found"),
         (["report", missing], "holds no sweep"),
@@ -115,6 +119,15 @@ OUT_OF_RANGE = [
     (["virtual-jetson", "--root", "vj", "--duration", "nan"], "argument --duration: must be a finite number >= 0"),
     (["up", "--duration", "-3"], "argument --duration: must be a finite number >= 0, got -3"),
     (["demo", "--duration", "inf"], "argument --duration: must be a finite number >= 0, got inf"),
+    # An output file is checked before the run: governor-eval ran for minutes, then lost its results
+    # to a missing folder, or wrote DIR.png from --plot DIR and said "wrote DIR", exit 0.
+    (["analyze", "zoo:tiny_cnn", "--json", "/"], "argument --json: / is a directory; give a file name"),
+    (["governor-eval", "agx_steady", "--json", "/no/such/folder/out.json"],
+     "argument --json: /no/such/folder/out.json: folder /no/such/folder does not exist; create it first"),
+    (["governor-eval", "agx_steady", "--plot", "/"], "argument --plot: / is a directory; give a file name"),
+    (["governor-eval", "agx_steady", "--plot", "plot"], "argument --plot: plot: charts are written as .png or .svg"),
+    (["recording", "x.mcap", "--power-plot", "power.txt"], "argument --power-plot: power.txt: charts are written"),
+    (["up", "--record", "/"], "argument --record: / is a directory; give a file name in it"),  # after nodes started
 ]
 
 

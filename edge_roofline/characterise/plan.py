@@ -5,6 +5,7 @@ profile so that they span the clock space."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import fields
 from pathlib import Path
 
@@ -77,11 +78,40 @@ def load_points_file(path: str | Path) -> list[OperatingPoint]:
         if unknown:
             raise PlanError(f"{path}: point {item['name']!r} has unknown key(s) {', '.join(unknown)}; "
                             f"known: {', '.join(sorted(_POINT_KEYS))}")
+        item = {key: value if key == "name" else _yaml_number(value) for key, value in item.items()}
+        if bad := next((f"{key}: {value!r}" for key, value in item.items() if not _point_value(key, value)), None):
+            raise PlanError(f"{path}: point {item['name']!r} has {bad}; a name is text, nvpmodel_id a whole number "
+                            f">= 0, cpu_online_cores one >= 1, a clock (Hz) or power_limit_w a number > 0, null: "
+                            f"the preset's own")
         if item["name"] in names:
             raise PlanError(f"{path}: point name {item['name']!r} appears twice; names key the results")
         names.add(item["name"])
         points.append(OperatingPoint(**item))
     return points
+
+
+def _yaml_number(value):
+    """YAML 1.1 reads 1.2e9 (no sign after the e) as text: a number as the user meant it."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _point_value(key: str, value) -> bool:
+    """Whether ``value`` can stand for OperatingPoint field ``key`` (else the point only fails
+    when applied, and the sweep ends 'done' with nothing measured)."""
+    if key == "name":
+        return isinstance(value, str)
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return False
+    if key in ("nvpmodel_id", "cpu_online_cores"):
+        return isinstance(value, int) and value >= (key == "cpu_online_cores")
+    return value > 0
 
 
 def _coordinates(device: DeviceSpec, point: OperatingPoint) -> tuple[float, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from edge_roofline.roofline.costs import WEIGHT_PRECISIONS
-from edge_roofline.commands._args import count
+from edge_roofline.commands._args import chart_file, count, output_file
 
 DEFAULT_PROMPT = 128
 
@@ -45,11 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add L2/L1 bandwidth terms with estimated per-level bytes")
     parser.add_argument("--top", type=count(0), default=0,
                         help="print only the N slowest layers (default: all)")
-    parser.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
-    parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
-    parser.add_argument("--time-plot", metavar="FILE", help="time roofline chart (.png or .svg)")
-    parser.add_argument("--layers-plot", metavar="FILE", help="per-layer time bars (.png or .svg)")
-    parser.add_argument("--phase-plot", metavar="FILE",
+    parser.add_argument("--json", metavar="FILE", type=output_file, help="write the analysis as JSON")
+    parser.add_argument("--plot", metavar="FILE", type=chart_file, help="roofline chart (.png or .svg)")
+    parser.add_argument("--time-plot", metavar="FILE", type=chart_file, help="time roofline chart (.png or .svg)")
+    parser.add_argument("--layers-plot", metavar="FILE", type=chart_file, help="per-layer time bars (.png or .svg)")
+    parser.add_argument("--phase-plot", metavar="FILE", type=chart_file,
                         help="decoders: prefill and decode steps on the roofline (.png or .svg)")
 
 

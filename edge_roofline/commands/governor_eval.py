@@ -9,11 +9,11 @@ HELP = "evaluate the governor closed-loop on the virtual Jetson against static p
 
 
 def add_arguments(parser) -> None:
-    from edge_roofline.commands._args import count
+    from edge_roofline.commands._args import chart_file, count, output_file
     parser.add_argument("scenario", help="scenario YAML file, or a name from config/scenarios/ (e.g. agx_steady)")
-    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
-    parser.add_argument("--plot", metavar="FILE", help="write a PNG: latency vs target, power, operating points "
-                                                       "(governor vs MAXN)")
+    parser.add_argument("--json", metavar="FILE", type=output_file, help="write the results as JSON")
+    parser.add_argument("--plot", metavar="FILE", type=chart_file,
+                        help="write a PNG: latency vs target, power, operating points (governor vs MAXN)")
     parser.add_argument("--seeds", type=count(1), default=1, metavar="N",
                         help="a language model's scenario: run every policy over seeds 0..N-1 (default 1)")
 

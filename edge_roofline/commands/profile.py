@@ -5,7 +5,7 @@ roof, bound per ONNX node)."""
 from __future__ import annotations
 
 import argparse
-from edge_roofline.commands._args import count
+from edge_roofline.commands._args import chart_file, count, output_file
 
 NAME = "profile"
 HELP = "measured per-layer times of a model joined to its roofline"
@@ -20,8 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
                         help="default: fp32 for ort, fp16 for tensorrt and virtual")
     parser.add_argument("--runs", type=count(1), default=10, help="profiled runs to average")
-    parser.add_argument("--json", metavar="FILE", help="write analyze's JSON plus measured times")
-    parser.add_argument("--plot", metavar="FILE", help="roofline chart (.png or .svg)")
+    parser.add_argument("--json", metavar="FILE", type=output_file, help="write analyze's JSON plus measured times")
+    parser.add_argument("--plot", metavar="FILE", type=chart_file, help="roofline chart (.png or .svg)")
 
 
 

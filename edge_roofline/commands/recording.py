@@ -5,9 +5,10 @@ HELP = "analyse an MCAP recording of the suite: latency, power, energy per infer
 
 
 def add_arguments(parser) -> None:
+    from edge_roofline.commands._args import chart_file
     parser.add_argument("mcap", help="MCAP file recorded by foxglove_bridge (mcap_path:=FILE) or rosbag2")
-    parser.add_argument("--plot", default="", help="roofline chart of the last report (.png/.svg)")
-    parser.add_argument("--power-plot", default="", help="power over time (.png/.svg)")
+    parser.add_argument("--plot", default="", type=chart_file, help="roofline chart of the last report (.png/.svg)")
+    parser.add_argument("--power-plot", default="", type=chart_file, help="power over time (.png/.svg)")
 
 
 def run(args) -> int:

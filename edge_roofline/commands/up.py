@@ -7,11 +7,12 @@ HELP = "start the suite's nodes (as ros2 launch would) and stop them cleanly on 
 
 def add_suite_arguments(parser) -> None:
     """The launch file's arguments (edge_roofline.suite.spec.ARGUMENTS, and record) as options."""
+    from edge_roofline.commands._args import output_file
     from edge_roofline.suite.spec import ARGUMENTS
     for arg, (_, _, kind, help_text) in ARGUMENTS.items():
         parser.add_argument(f"--{arg.replace('_', '-')}", dest=arg, type=kind, default=None,
                             help=f"{help_text}; default: the parameter file's")
-    parser.add_argument("--record", default="", metavar="FILE",
+    parser.add_argument("--record", default="", metavar="FILE", type=output_file,
                         help="record every topic the Foxglove bridge forwards to this MCAP file "
                              "(read it with edge-roofline recording FILE, Foxglove or any MCAP reader)")
 

@@ -99,7 +99,7 @@ def previous_record_warning(previous: str, state_path: str | os.PathLike | None)
     """One line when the last holder named a crash record other than ours that is still there: it
     did not shut down, and this governor cannot see (or put back) what it found."""
     _, sep, named = previous.rpartition("; crash record ")
-    if not sep or named in ("none", str(state_path)) or not os.path.exists(named):
+    if not sep or named in ("none", str(state_path)) or not os.path.isfile(named):
         return None
     return (f"the last governor on this board ({previous.partition(';')[0]}) did not shut down and left its crash "
             f"record {named}: the board may not be as it found it; to put it back, start the governor once with "

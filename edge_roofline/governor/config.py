@@ -59,18 +59,36 @@ def dataclass_from_dict(cls, data: Mapping[str, Any] | None, section: str):
     out = {}
     for name, value in data.items():
         default = known[name].default
-        if isinstance(default, bool):
-            out[name] = bool(value)
-        elif isinstance(default, (int, float)):
-            try:
-                out[name] = type(default)(value)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{section}.{name}: expected a number, got {value!r}") from exc
-        elif isinstance(default, tuple):
-            out[name] = tuple(value)
-        else:
-            out[name] = value
+        out[name] = _typed(value, default, f"{section}.{name}", known[name].metadata.get("parse"))
     return cls(**out)
+
+
+def _typed(value, default, key: str, parse):
+    """``value`` as the type of ``default``, or ConfigError naming ``key``: a bool is no number
+    and no text (YAML reads a bare off as false), a number no text, a fraction no integer."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if isinstance(default, (int, float)):
+        try:
+            number = type(default)(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None or (isinstance(default, int) and isinstance(value, float) and number != value):
+            kind = "an integer" if isinstance(default, int) else "a number"
+            raise ConfigError(f"{key}: expected {kind}, got {value!r}")
+        return number
+    if isinstance(default, tuple):
+        if isinstance(value, str) and parse is not None:
+            return parse(value)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        return tuple(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        hint = " (quote it: YAML reads a bare off, on, yes or no as true or false)" if isinstance(value, bool) else ""
+        raise ConfigError(f"{key}: expected text, got {value!r}{hint}")
+    return value
 
 
 def parse_core_options(text: str) -> tuple[int, ...]:
@@ -208,18 +226,24 @@ def parse_streams(text: str) -> tuple[StreamConfig, ...]:
     if not text:
         return ()
     where = "streams"
-    if not text.startswith(("[", "{")) and Path(text).expanduser().is_file():
+    path = Path(text).expanduser()
+    if not text.startswith(("[", "{")) and (path.exists() or path.suffix in (".yaml", ".yml") or "/" in text):
         where = f"streams file {text}"
         try:
-            text = Path(text).expanduser().read_text()
-        except OSError as exc:
-            raise ConfigError(f"cannot read {where}: {exc}") from None
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise ConfigError(f"cannot read {where}: {why}; give a YAML file holding a list like "
+                              f"[{{name: detector, target_latency_ms: 30}}], or that list as text") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where} is {yaml_problem(exc)}; write e.g. "
                           f"[{{name: detector, target_latency_ms: 30}}]") from None
     if isinstance(data, Mapping) and "streams" in data:
+        if beside := sorted(map(str, set(data) - {"streams"})):
+            raise ConfigError(f"{where}: unknown key(s) beside streams: {', '.join(beside)}; "
+                              f"give the list, or {{streams: [...]}} alone")
         data = data["streams"]
     if not isinstance(data, list) or not data:
         raise ConfigError(f"{where} must be a non-empty list like [{{name: detector, target_latency_ms: 30}}] "
@@ -318,6 +342,14 @@ class GovernorConfig:
             raise ConfigError(f"margin must be in [0, 1), got {self.margin}")
         if not self.stream_timeout_s > 0:  # not NaN either: every stream would be silent for good
             raise ConfigError(f"stream_timeout_s must be > 0 s, got {self.stream_timeout_s}")
+        for f in fields(self):  # a count, a time or a fraction: NaN or negative turns a rule off in silence
+            value = getattr(self, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                    math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{f.name} must be a finite number >= 0, got {value}")
+        if self.min_window_samples < 1 or not self.window_s > 0:
+            raise ConfigError(f"min_window_samples must be >= 1 and window_s > 0 s (no percentile otherwise), got "
+                              f"{self.min_window_samples} and {self.window_s}")
         object.__setattr__(self, "streams", streams_from_list(self.streams))
 
     @property

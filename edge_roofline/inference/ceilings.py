@@ -15,6 +15,7 @@ from edge_roofline.roofline.devices import get_device
 def device_ceilings(device_key: str, precision: str, engine: str,
                     platform: Platform | None) -> Callable[[], Ceilings]:
     spec = get_device(device_key)
+    spec_ceilings(spec, precision, engine=engine)  # an unknown engine is refused at start, not at the first report
     memo: dict[tuple, Ceilings] = {}
 
     def current() -> Ceilings:

@@ -3,6 +3,7 @@ drawn against. ROS-free (tested without rclpy), as governor/runtime.py is for th
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Callable, Mapping
 
 from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
@@ -12,15 +13,25 @@ from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.platforms.base import Platform
 from edge_roofline.roofline.ceilings import Ceilings
 
+PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # parameters used with width, height
+
 
 def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
     """The validated InferenceConfig; preprocessing from the parameters when width and height
     are set (else from the model's input), and the platform for the virtual backend."""
     pre = None
-    if p["width"] and p["height"]:
+    if p["width"] or p["height"]:
         pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
                                resize=p["resize"], mean=tuple(p["mean"]), std=tuple(p["std"]),
                                scale=p["scale"], layout=p["layout"])
+    else:
+        # The model's own size and a plain [0, 1] input: preprocessing set without the size would
+        # otherwise be dropped in silence (an ImageNet mean and std never applied).
+        defaults = {f.name: f.default for f in fields(PreprocessConfig)}
+        ignored = [name for name in PREPROCESSING if _as_default(p[name]) != defaults[name]]
+        if ignored:
+            raise ValueError(f"parameter(s) {', '.join(ignored)} are used only with the input size: set -p width:=W "
+                             f"-p height:=H too (the model's input size), or leave them at their defaults")
     options = {"platform": platform} if p["backend"] == "virtual" else {}
     config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
                              input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
@@ -29,6 +40,10 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
                              profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
     config.validate()
     return config
+
+
+def _as_default(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
 def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceilings]:

@@ -53,8 +53,12 @@ class GenerationConfig:
         if self.max_new_tokens > self.max_new_tokens_limit:
             problems.append(f"max_new_tokens ({self.max_new_tokens}) exceeds max_new_tokens_limit "
                             f"({self.max_new_tokens_limit})")
-        if self.max_context < 0 or self.eos_token_id < -1 or self.temperature < 0:
-            problems.append("max_context must be >= 0, eos_token_id >= -1 and temperature >= 0")
+        if self.max_context < 0 or self.eos_token_id < -1 or not self.temperature >= 0:  # NaN: no sampling
+            problems.append(f"max_context must be >= 0 (got {self.max_context}), eos_token_id >= -1 (got "
+                            f"{self.eos_token_id}) and temperature >= 0 (got {self.temperature})")
+        if self.backend_options.get("intra_op_threads", 0) < 0:
+            problems.append(f"ort_threads must be >= 0 (0: ONNX Runtime's default), got "
+                            f"{self.backend_options['intra_op_threads']}")
         if self.profile_every_requests < 0 or self.profile_every_s < 0:
             problems.append("profile_every_requests and profile_every_s must be >= 0")
         if not 0 < self.profile_budget_fraction <= 1:

@@ -7,6 +7,7 @@ mean/std normalisation, layout (NCHW/NHWC) and dtype.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
@@ -55,6 +56,10 @@ class PreprocessConfig:
             problems.append(f"mean/std need 1 or {channels} values, got {len(self.mean)}/{len(self.std)}")
         if any(s == 0 for s in self.std):
             problems.append("std values must be non-zero")
+        # Each would make every input NaN or Inf: the frames would all fail as NaN outputs.
+        if not all(math.isfinite(v) for v in (*self.mean, *self.std, self.scale)) or self.scale == 0:
+            problems.append(f"mean, std and scale must be finite and scale non-zero, got mean {list(self.mean)}, "
+                            f"std {list(self.std)}, scale {self.scale}")
         try:
             np.dtype(self.dtype)
         except TypeError:

@@ -3,6 +3,7 @@ descriptors, and a main() that inits, spins and shuts down cleanly, whatever sig
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import re
@@ -21,6 +22,7 @@ from rclpy.validate_topic_name import validate_topic_name
 
 from edge_roofline.suite.env import default_fastdds_profile
 from edge_roofline.suite.errors import is_user_error, one_line
+from edge_roofline.suite.parameters import ROS_PARAMETERS, declared_parameters
 from edge_roofline.suite.signals import StartInterrupted, StopSignals, ignore_stop_signals, start_signals
 
 
@@ -42,8 +44,8 @@ def check_topic_name(topic: str, what: str, fix: str) -> None:
 def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
     """Declare ``{name: (default, description)}`` and return the values in force. A rate
     (``*_hz``) drives a timer or a sampler, so it must be finite and > 0 (rcl's timer would
-    otherwise fail with its own traceback, or a NaN period spin); a topic (``*_topic``, empty:
-    off) must be a ROS name."""
+    otherwise fail with its own traceback, or a NaN period spin); a duration (``*_s``) >= 0; a
+    topic (``*_topic``, empty: off) a ROS name."""
     for name, (default, description) in parameters.items():
         try:
             node.declare_parameter(name, default, ParameterDescriptor(description=description))
@@ -53,6 +55,7 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
             raise ParameterError(
                 f"parameter {name} is {got}, expected {Parameter.Type.from_parameter_value(default).name.lower()} "
                 f"like its default {default!r}: fix it in the parameter file or -p {name}:=VALUE") from None
+    _refuse_unknown(node, parameters)
     values = {name: node.get_parameter(name).value for name in parameters}
     for name, value in values.items():
         if name.endswith("_hz") and not (math.isfinite(value) and value > 0):
@@ -60,7 +63,25 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
                                      f"parameter file or -p {name}:=VALUE")
         if name.endswith("_topic") and value:
             check_topic_name(value, f"parameter {name}", f"fix it in the parameter file or -p {name}:=/NAME")
+        # A duration drives a timer or a wait: a negative or NaN one was rcl's or Python's traceback.
+        if name.endswith("_s") and isinstance(value, float) and not value >= 0:
+            raise ParameterError(f"parameter {name} must be a duration >= 0 s, got {value}: fix it in the "
+                                 f"parameter file or -p {name}:=VALUE")
     return values
+
+
+def _refuse_unknown(node: Node, parameters: dict[str, tuple]) -> None:
+    """A parameter given (file or -p) that no node of the suite declares is a typo: rclpy would
+    ignore it and leave the default in force. One another node declares passes (a ``/**``
+    section sets each node's own from one list)."""
+    known = {*parameters, *ROS_PARAMETERS, *(name for table in declared_parameters().values() for name in table)}
+    unknown = sorted(set(node._parameter_overrides) - known)  # rclpy keeps no public view of them
+    if unknown:
+        close = {name: difflib.get_close_matches(name, list(parameters), n=1) for name in unknown}
+        fix = (f"did you mean {', '.join(repr(c[0]) for c in close.values())}?" if all(close.values())
+               else f"{node.get_name()} has: {', '.join(sorted(parameters))}")
+        raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))}: {fix}; "
+                             f"fix the parameter file or -p")
 
 
 def _destroy_half_built(node: Node) -> None:
@@ -91,6 +112,26 @@ def run_node(node_class: type[Node], argv: list[str] | None) -> int:
         ignore_stop_signals()  # the process is ending: nothing may kill it while Python finalises
 
 
+def _params_file_problem(exc: RuntimeError, argv: list[str] | None) -> str | None:
+    """For a parameter file rcl cannot parse, the suite's check of it (``up`` runs the same):
+    rcl names only a line of its parser ("Sequence should be of same type"), not the key."""
+    rule = re.search(r"parameter override rule: '-p ([^:']+):=([\[{].*)'\. Error", str(exc))
+    if rule and "{" in rule[2]:  # a mapping (the governor's streams): rcl says only "Unknown YAML event"
+        return (f"-p {rule[1]}:={rule[2]} is a mapping, which a ROS parameter cannot hold: give it as YAML text in "
+                f"quotes, -p \"{rule[1]}:='{rule[2]}'\", or a file's path")
+    if "params file" not in str(exc):
+        return None
+    from edge_roofline.suite.spec import load_params
+    args = list(sys.argv if argv is None else argv)
+    for flag, path in zip(args, args[1:]):
+        if flag == "--params-file":
+            try:
+                load_params(path)
+            except (ValueError, OSError) as problem:
+                return one_line(problem)
+    return None
+
+
 def _start_interrupt_in(exc: BaseException | None) -> StartInterrupted | None:
     """The StartInterrupted an exception was raised from or during, if any: a signal landing in a
     native module's import comes back as that module's ImportError."""
@@ -111,7 +152,7 @@ def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> i
         try:
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
         except RuntimeError as exc:  # rcl's RCLError: --ros-args it cannot parse (rcl has logged where)
-            print(f"{executable}: cannot start: {one_line(exc)}", file=sys.stderr)
+            print(f"{executable}: cannot start: {_params_file_problem(exc, argv) or one_line(exc)}", file=sys.stderr)
             return 2
         try:
             node.__init__()

@@ -28,6 +28,9 @@ class Console(Node):
     def __init__(self, out=sys.stdout) -> None:
         super().__init__("console")
         p = declare_parameters(self, PARAMETERS)
+        if not (p["period_s"] > 0 and p["window_frames"] >= 1 and p["top_layers"] >= 0):  # 0 s: prints nonstop
+            raise ValueError(f"console: period_s must be > 0 (got {p['period_s']}), window_frames >= 1 (got "
+                             f"{p['window_frames']}) and top_layers >= 0 (got {p['top_layers']})")
         self.out, self.top_layers = out, p["top_layers"]
         self.latencies_ms = collections.deque(maxlen=p["window_frames"])
         self.stamps_s = collections.deque(maxlen=p["window_frames"])

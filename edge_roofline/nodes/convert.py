@@ -286,6 +286,8 @@ def tensors_from_msg(msg: TensorArray) -> dict[str, np.ndarray]:
     the node rejects and counts the message instead of dying on it."""
     out = {}
     for t in msg.tensors:
+        if t.name in out:  # else the last one fed the model in silence
+            raise ValueError(f"tensor {t.name!r} given twice; give each input once")
         try:
             dtype = np.dtype(t.dtype).newbyteorder("<")
         except TypeError:  # numpy's word for an unknown dtype name

@@ -55,6 +55,10 @@ class LatencyProbe(Node):
                              "-p input_topic:=/image_raw -p output_topic:=/detections")
         if p["mode"] not in ("frames", "generation"):
             raise ValueError(f"latency_probe: mode must be frames or generation, got {p['mode']!r}")
+        if self.resolve_topic_name(p["input_topic"]) == self.resolve_topic_name(p["output_topic"]):
+            # Each message would be its own output: latency 0, every inference 'met'.
+            raise ValueError(f"latency_probe: input_topic and output_topic are both "
+                             f"{self.resolve_topic_name(p['input_topic'])}: give the node's input and its output")
         self.pairer = StampPairer(p["timeout_s"])
         self.model_id = p["model"] or p["model_id"] or p["output_topic"]
         self.backend = f"external:{self.resolve_topic_name(p['output_topic'])}"

@@ -29,7 +29,12 @@ class SyntheticCamera(Node):
         if p["width"] <= 0 or p["height"] <= 0 or p["distinct_frames"] <= 0:
             raise ValueError("synthetic_camera: width, height and distinct_frames must be > 0")
         self.encoding, self.frame_id = p["encoding"], p["frame_id"]
-        self.frames = [frame(i, p["width"], p["height"], self.encoding) for i in range(p["distinct_frames"])]
+        try:
+            self.frames = [frame(i, p["width"], p["height"], self.encoding) for i in range(p["distinct_frames"])]
+        except MemoryError:
+            raise ValueError(f"synthetic_camera: {p['distinct_frames']} frames of {p['width']}x{p['height']} "
+                             f"{self.encoding} do not fit in this machine's memory: lower width and height, or "
+                             f"distinct_frames") from None
         self.count = 0
         self.pub = self.create_publisher(Image, p["topic"], 5)
         self.create_timer(1.0 / p["rate_hz"], self.publish)

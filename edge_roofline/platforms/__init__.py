@@ -39,6 +39,10 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
                     live_board_wait_s: float = LIVE_BOARD_WAIT_S) -> Platform:
     kind, _, arg = spec.partition(":")
     if kind == "jetson":
+        from edge_roofline.virtual.live import RUN_DIR, live_board_device
+        if (Path(sysfs_root) / RUN_DIR / "physics.json").exists():  # its readings would pass for a real board's
+            raise PlatformInitError(f"{sysfs_root} is a virtual Jetson's tree (SIMULATION): use "
+                                    f"virtual:{live_board_device(sysfs_root)} for it, not jetson")
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
         return jetson(root=sysfs_root, nvpmodel_cmd=(nvpmodel_cmd,), device_key=arg or None)
     if kind == "nvml":
@@ -47,20 +51,26 @@ def create_platform(spec: str, *, sysfs_root: str = "/", nvpmodel_cmd: str = "nv
         from edge_roofline.platforms.cpu import CpuPlatform
         return CpuPlatform(root=sysfs_root)
     if kind == "virtual":
-        if not arg:
-            raise PlatformInitError("virtual platform needs a device: virtual:agx_orin_64gb "
-                                    "(see `edge-roofline virtual-jetson --help` for the list)")
+        from edge_roofline.virtual.params import CALIBRATION
+        if arg not in CALIBRATION:  # else a wait of a minute for a board no virtual Jetson can render
+            raise PlatformInitError(f"virtual platform needs a device the virtual Jetson knows: virtual:DEVICE, "
+                                    f"DEVICE one of {', '.join(sorted(CALIBRATION))}; got {spec!r}")
         if sysfs_root in ("", "/"):
             raise PlatformInitError(
                 f"virtual:{arg} needs the root of a live virtual Jetson: start one with "
                 f"`edge-roofline virtual-jetson --device {arg} --root DIR` and set sysfs_root to DIR "
                 f"(`edge-roofline up` does both)")
-        from edge_roofline.virtual.live import wait_for_live_board
+        from edge_roofline.virtual.live import live_board_device, wait_for_live_board
         if not wait_for_live_board(sysfs_root, live_board_wait_s):
             raise PlatformInitError(
                 f"no live virtual Jetson at {sysfs_root} after waiting {live_board_wait_s:.0f} s: start one with "
                 f"`edge-roofline virtual-jetson --device {arg} --root {sysfs_root}` (`edge-roofline up` and the "
                 f"launch file start it for you)")
+        rendered = live_board_device(sysfs_root)
+        if rendered != arg:  # else one board's rails and clocks read as another's, in silence
+            raise PlatformInitError(f"the live virtual Jetson at {sysfs_root} is {rendered}, not {arg}: set "
+                                    f"virtual:{rendered}, or start a {arg} under another root (edge-roofline "
+                                    f"virtual-jetson --device {arg} --root DIR)")
         jetson = _import("edge_roofline.platforms.jetson.platform", "JetsonPlatform")
         inner = jetson(root=sysfs_root, nvpmodel_cmd=virtual_nvpmodel_cmd(sysfs_root), device_key=arg)
         return SimulationLabelled(inner, arg, sysfs_root, _live_board_client)

@@ -24,12 +24,18 @@ _MAX_ROUNDS = 6
 def infer_shapes(proto, inputs: dict[str, Shape]):
     """(model with inferred shapes, the strict inference's error or None); ``proto`` is
     modified in place (its inputs' shapes bound to ``inputs``)."""
+    changed = False
     for vi in proto.graph.input:
         if vi.name in inputs:
             shape = vi.type.tensor_type.shape
+            changed |= [d.dim_value if d.HasField("dim_value") else None for d in shape.dim] != list(inputs[vi.name])
             shape.ClearField("dim")
             for d in inputs[vi.name]:
                 shape.dim.add().dim_value = d
+    if changed:  # the exporter's shapes of the other tensors are the old input's: inferred again from the new
+        del proto.graph.value_info[:]
+        for vi in proto.graph.output:
+            vi.type.tensor_type.ClearField("shape")
     inferred, error = _infer(proto)
     if not _unshaped_outputs(inferred.graph):
         return inferred, error

@@ -75,6 +75,8 @@ def _type_problem(key: str, value, default) -> str | None:
         expected = _kind(default)
     hint = f" (write {value}.0: ROS does not turn integers into doubles)" if (
         type(value) is int and type(default) is float) else ""
+    if isinstance(default, str) and isinstance(value, (list, dict)):  # the governor's streams
+        hint = " (a ROS parameter holds no mappings: write it as YAML text in quotes, or a file's path)"
     return f"{key} is {value!r} ({_kind(value)}), expected {expected} like its default {default!r}{hint}"
 
 

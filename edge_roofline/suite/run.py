@@ -90,7 +90,8 @@ def _run(config, extras, record, duration_s, log_dir, overrides, stop: StopSigna
         end_s = time.monotonic() + duration_s if duration_s > 0 else None
         gone = supervisor.wait(lambda: stop.requested or (end_s is not None and time.monotonic() >= end_s))
         if gone is not None:
-            print(f"node {gone.name} exited with {gone.proc.returncode}:\n{supervisor.tail(gone)}")
+            tail = supervisor.tail(gone)  # none from a node whose output went to the terminal (above)
+            print(f"node {gone.name} exited with {gone.proc.returncode}" + (f":\n{tail}" if tail else ""))
             code = 2 if gone.proc.returncode == 2 else 1  # 2: it could not start (its line says why)
     finally:
         codes = supervisor.stop_all()

@@ -212,5 +212,8 @@ def virtual_devices(params: dict[str, dict]) -> dict[str, str]:
             root = str(node_params.get("sysfs_root", ""))
             if root in ("", "/"):
                 raise ValueError(f"platform {platform} needs sysfs_root: the directory the virtual Jetson renders")
-            found[root] = platform.split(":", 1)[1]
+            device = platform.split(":", 1)[1]
+            if found.setdefault(root, device) != device:  # one tree, one board: the last would win in silence
+                raise ValueError(f"sysfs_root {root} is given to virtual:{found[root]} and to {platform}: one "
+                                 f"virtual Jetson per root; give each device its own sysfs_root, or one device")
     return found

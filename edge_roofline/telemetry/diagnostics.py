@@ -19,6 +19,16 @@ class Thresholds:
     power_error_w: float = 0.0
     min_sample_rate_hz: float = 150.0
 
+    def __post_init__(self) -> None:
+        # NaN never compares: the check would be off in silence; warn above error never warns.
+        temps, powers = (self.temperature_warn_c, self.temperature_error_c), (self.power_warn_w, self.power_error_w)
+        if not (all(math.isfinite(t) for t in temps) and temps[0] <= temps[1]):
+            raise ValueError(f"temperature_warn_c and temperature_error_c must be finite, warn <= error; got "
+                             f"{temps[0]} and {temps[1]}")
+        if not (all(w >= 0 and math.isfinite(w) for w in powers) and (0 in powers or powers[0] <= powers[1])):
+            raise ValueError(f"power_warn_w and power_error_w must be >= 0 (0: off), warn <= error; got "
+                             f"{powers[0]} and {powers[1]}")
+
 
 @dataclass(frozen=True)
 class Status:

@@ -24,6 +24,7 @@ takes real time, as on a device) and reports the activity.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
@@ -92,8 +93,29 @@ def wait_for_live_board(root: str | Path, timeout_s: float, poll_s: float = 0.05
     return True
 
 
+def live_board_device(root: str | Path) -> str:
+    """The device key of the live virtual Jetson whose tree is at ``root`` (its physics.json)."""
+    return json.loads((Path(root) / RUN_DIR / "physics.json").read_text())["device"]
+
+
 class TreeRootError(OSError):
     """The directory given for a virtual Jetson's tree cannot hold it."""
+
+
+def _live_lock(root: Path) -> int:
+    """The descriptor holding the lock of the one live virtual Jetson at ``root``; a second one
+    (another --root of the same directory) would render its tree over the running board's."""
+    path = root / RUN_DIR / "live.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise TreeRootError(f"a virtual Jetson already runs at {root} ({holder}): stop it, or give another "
+                            f"directory (edge-roofline virtual-jetson --root DIR)") from None
+    return fd
 
 
 class LiveVirtualJetson:
@@ -125,8 +147,10 @@ class LiveVirtualJetson:
         self._next_conversion_s = -math.inf  # on the clock step() is given
         self._presented: dict[str, tuple[float, float]] = {}
         self._rail_files = rail_value_files(self.device)
+        self._lock_fd: int | None = None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            os.close(_live_lock(self.root))  # refused before rendering over a running board; held from start()
             render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s,
                         self.board.params.shunt_ohm)
             set_background_load(self.root)
@@ -136,6 +160,8 @@ class LiveVirtualJetson:
                         {"device": self.device.key, "seed": seed, "perturbation": perturbation,
                          "params": self.board.params.to_dict(), "actuation": actuation.to_dict(),
                          "label": "SIMULATION"})
+        except TreeRootError:
+            raise
         except OSError as exc:  # errno's text alone ("Not a directory: ...") names neither the tree nor the fix
             raise TreeRootError(f"cannot write a virtual Jetson's tree under {self.root} ({exc.strerror}: "
                                 f"{exc.filename}); give a writable directory (edge-roofline virtual-jetson --root DIR, "
@@ -237,6 +263,10 @@ class LiveVirtualJetson:
             self._stop.wait(max(min(next_step_s, self._next_conversion_s) - time.monotonic(), 0.0))
 
     def start(self) -> "LiveVirtualJetson":
+        if self._lock_fd is None:
+            self._lock_fd = _live_lock(self.root)
+            os.ftruncate(self._lock_fd, 0)
+            os.write(self._lock_fd, f"pid {os.getpid()}".encode())
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="virtual-jetson", daemon=True)
         self._thread.start()
@@ -247,6 +277,9 @@ class LiveVirtualJetson:
         if self._thread is not None:
             self._thread.join(timeout=2.0)
             self._thread = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # drops the lock
+            self._lock_fd = None
 
 
 class LiveBoardClient:

@@ -33,6 +33,9 @@ class FoxgloveSink:
                  mcap_path: str | Path | None = None, name: str = "edge_roofline") -> None:
         if not serve and mcap_path is None:
             raise ValueError("FoxgloveSink needs a WebSocket server, an MCAP path, or both")
+        if serve and not 0 <= port <= 65535:  # the SDK's bind raises OverflowError, a traceback
+            raise FoxgloveServerError(f"Foxglove port {port} is not a TCP port: give 1-65535, or 0 for any free one "
+                                      f"(-p port:=N)")
         self.context = foxglove.Context()
         self.mcap_path = Path(mcap_path) if mcap_path is not None else None
         try:  # before the server, so a refused path leaves no server behind

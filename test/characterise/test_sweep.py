@@ -148,6 +148,15 @@ def test_points_file_is_validated(tmp_path):
     with pytest.raises(PlanError, match="not presets, grid"):
         load_points_file(tmp_path / "missing.json")
 
+    # A value of the wrong type failed only when applied: the sweep ended 'done', exit 0, nothing measured.
+    for text in ("[{name: a, cpu_max_freq_hz: fast}]", "[{name: a, gpu_max_freq_hz: -5}]",
+                 "[{name: a, cpu_online_cores: 2.5}]", "[{name: a, nvpmodel_id: true}]", "[{name: 7}]"):
+        good.write_text(text)
+        with pytest.raises(PlanError, match=r"point .* has .*; a name is text, nvpmodel_id a whole number"):
+            load_points_file(good)
+    good.write_text("[{name: fast, cpu_max_freq_hz: 1.2e9, cpu_online_cores: 4}]")  # YAML 1.1: 1.2e9 is text
+    assert load_points_file(good) == [OperatingPoint("fast", cpu_online_cores=4, cpu_max_freq_hz=1.2e9)]
+
 
 def test_settings_are_checked_and_progress_shows_an_eta():
     with pytest.raises(ValueError, match="runs=0"):

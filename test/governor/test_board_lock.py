@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from edge_roofline.clock import SimClock
-from edge_roofline.governor.board_lock import BoardLock, GovernorBusyError, board_lock_path
+from edge_roofline.governor.board_lock import BoardLock, GovernorBusyError, board_lock_path, previous_record_warning
 from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.runtime import GovernorRuntime
 from test.governor.test_crash_record import runtime_params
@@ -71,3 +71,12 @@ def test_a_holder_that_left_another_crash_record_is_named(tree, tmp_path):
     assert len(named) == 1 and "(pid 4242, node /robot/governor)" in named[0], logs
     assert named[0].endswith(f"-p state_path:={other}")
     assert lock.read_text().startswith(f"pid {os.getpid()}, governor; crash record {tree}")
+
+
+def test_a_holder_that_named_a_directory_left_no_crash_record(tmp_path):
+    # A governor refused for state_path:=DIR (a folder, not a record) named it in the lock: every
+    # later start warned that it "left its crash record DIR".
+    assert previous_record_warning(f"pid 1, node /governor; crash record {tmp_path}", "") is None
+    record = tmp_path / "state.json"
+    record.write_text("{}")
+    assert "left its crash record" in previous_record_warning(f"pid 1, node /governor; crash record {record}", "")

@@ -141,9 +141,42 @@ def test_streams_are_written_in_a_minute_and_mistakes_named(tmp_path):
                           ("[{name: a b, target_latency_ms: 3}]", "letters, digits"),
                           ("[{name: a, target_latency_ms: 3", "not valid YAML"),
                           ("[{name: a}]", "required"),
-                          ("/no/such/file.yaml", "non-empty list")]:
+                          ("/no/such/file.yaml", "cannot read streams file /no/such/file.yaml: No such file"),
+                          (str(tmp_path), f"cannot read streams file {tmp_path}: Is a directory"),
+                          ("word", "non-empty list"),
+                          # A wrong type was a traceback (a name or topic not text) or a silent value
+                          # (true as a 1 ms target, a list as a model).
+                          ("[{name: 5, target_latency_ms: 3}]", r"stream 5.name: expected text, got 5"),
+                          ("[{name: a, target_latency_ms: 3, stats_topic: 5}]", "stats_topic: expected text"),
+                          ("[{name: a, target_latency_ms: true}]", "target_latency_ms: expected a number, got True"),
+                          ("[{name: a, target_latency_ms: 3, model: [m]}]", r"model: expected text, got \['m'\]")]:
         with pytest.raises(ConfigError, match=problem):
             parse_streams(text)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe")
+    extra = tmp_path / "extra.yaml"  # a key beside streams was ignored
+    extra.write_text("streams: [{name: a, target_latency_ms: 3}]\ntarget_latency_ms: 10\n")
+    for path, problem in [(binary, "not UTF-8 text"), (extra, "unknown key.*beside streams: target_latency_ms")]:
+        with pytest.raises(ConfigError, match=problem):
+            parse_streams(str(path))
+
+
+@pytest.mark.parametrize("config, problem", [
+    ({"mode": False}, "governor.mode: expected text, got False \\(quote it"),  # YAML's bare off
+    ({"points": {"include_presets": "no"}}, "points.include_presets: expected true or false, got 'no'"),
+    ({"points": {"cpu_steps": 2.5}}, "points.cpu_steps: expected an integer, got 2.5"),
+    ({"points": {"core_options": 12}}, "points.core_options: expected a list, got 12"),
+    ({"safety": {"stale_telemetry_s": True}}, "safety.stale_telemetry_s: expected a number, got True"),
+    # Started: NaN or negative turned the rule off in silence, no window never gave a percentile.
+    ({"hysteresis": float("nan")}, "hysteresis must be a finite number >= 0, got nan"),
+    ({"explore_budget": -3}, "explore_budget must be a finite number >= 0, got -3"),
+    ({"min_window_samples": 0}, "min_window_samples must be >= 1 and window_s > 0 s"),
+])
+def test_a_config_value_of_the_wrong_type_is_named_not_coerced(config, problem):
+    with pytest.raises(ConfigError, match=problem):
+        GovernorConfig.from_dict(config)
+    points = GovernorConfig.from_dict({"points": {"core_options": "12,6", "cpu_steps": 3.0}}).points
+    assert (points.core_options, points.cpu_steps) == ((12, 6), 3)
 
 
 def test_a_slow_stream_still_fills_its_window(tmp_path):

@@ -96,6 +96,20 @@ def test_a_flat_model_with_streams_is_refused(monkeypatch, tmp_path):
         GovernorRuntime({**params(tmp_path), "streams": STREAMS}, SimClock(0.0), log=list().append)
 
 
+@pytest.mark.parametrize("bad, problem", [({"safe_point": "NOPE"}, "safe_point 'NOPE' is not reachable"),
+                                          ({"prior_table": "table.json"}, "prior_table needs a catalogued device")])
+def test_a_start_refused_leaves_no_crash_record(monkeypatch, tmp_path, bad, problem):
+    # The record written before the refusal stayed: the next start said a previous governor
+    # had not shut down and "restored" a board nothing had touched.
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    with pytest.raises(ConfigError, match=problem):
+        GovernorRuntime({**params(tmp_path), **bad}, SimClock(0.0), log=list().append)
+    assert not (tmp_path / "state.json").exists()
+    logs = []
+    GovernorRuntime(params(tmp_path), SimClock(0.0), log=logs.append).close()
+    assert not any("did not shut down" in line for line in logs), logs
+
+
 @pytest.mark.parametrize("timeout_s", [0.0, -1.0, float("nan")])
 def test_a_stream_timeout_that_would_silence_every_stream_is_refused(monkeypatch, tmp_path, timeout_s):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())

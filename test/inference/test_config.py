@@ -29,6 +29,19 @@ def test_bad_parameters_are_refused_with_the_reason():
         inference_config(DEFAULTS | {"queue_depth": 0}, None)
 
 
+@pytest.mark.parametrize("given, problem", [
+    # Without width and height these were dropped in silence: the model's size, mean 0, std 1.
+    ({"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}, r"parameter\(s\) mean, std are used only with "
+                                                                      "the input size: set -p width:=W -p height:=H"),
+    ({"color_order": "bgr", "scale": 1.0}, r"parameter\(s\) color_order, scale are used only with the input size"),
+    ({"width": 64}, "input size must be positive, got 64x0"),  # was the model's size, the width dropped
+    ({"width": -3, "height": 48}, "input size must be positive, got -3x48"),
+])
+def test_preprocessing_that_would_be_ignored_is_refused(given, problem):
+    with pytest.raises(ValueError, match=problem):
+        inference_config(DEFAULTS | given, None)
+
+
 def test_a_catalogued_device_gets_its_spec_roofs_mixed_as_fp16():
     roofs = report_ceilings(DEFAULTS | {"device": "agx_orin_64gb", "precision": "mixed"}, None)()
     assert roofs == spec_ceilings("agx_orin_64gb", "fp16", engine="gpu")

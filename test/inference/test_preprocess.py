@@ -85,3 +85,11 @@ def test_bad_images_name_the_problem(kwargs, message):
 def test_bad_config_is_rejected_with_all_problems():
     with pytest.raises(ValueError, match="layout must be nchw or nhwc.*std values must be non-zero"):
         PreprocessConfig(width=4, height=4, layout="chw", std=(0.0, 1.0, 1.0)).validate()
+
+
+@pytest.mark.parametrize("kwargs", [{"scale": 0.0}, {"scale": float("nan")}, {"mean": (float("nan"), 0.0, 0.0)},
+                                    {"std": (float("inf"), 1.0, 1.0)}])
+def test_a_normalisation_that_makes_every_input_nan_is_rejected(kwargs):
+    # Each started: every frame then failed as NaN/Inf outputs, the model blamed.
+    with pytest.raises(ValueError, match="mean, std and scale must be finite and scale non-zero"):
+        PreprocessConfig(width=4, height=4, **kwargs).validate()

@@ -95,3 +95,10 @@ def test_an_unreadable_tensor_message_is_a_value_error_naming_the_problem(dtype,
     bad = TensorArray(tensors=[Tensor(name="input", dtype=dtype, shape=shape, data=bytes(size))])
     with pytest.raises(ValueError, match=words):
         tensors_from_msg(bad)
+
+
+def test_a_tensor_given_twice_is_refused():
+    # The second one fed the model in silence (the frame counted as processed).
+    one = Tensor(name="input", dtype="float32", shape=[2], data=bytes(8))
+    with pytest.raises(ValueError, match="tensor 'input' given twice; give each input once"):
+        tensors_from_msg(TensorArray(tensors=[one, one]))

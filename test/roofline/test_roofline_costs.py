@@ -70,6 +70,16 @@ def test_resnet50_totals_4_1_gmacs():
     assert cost.unknown_ops == ()
 
 
+def test_an_input_shape_given_for_a_static_input_resizes_every_layer():
+    # The model's own shapes of the tensors after the input stayed: at 128x128 conv0 was still
+    # costed at 64x64 (3.6 MFLOP), only the input's bytes grew.
+    declared, given = (analyze_model(zoo.tiny_cnn(), input_shapes={"input": shape}) for shape in
+                       [(1, 3, 64, 64), (1, 3, 128, 128)])
+    conv0 = [next(layer for layer in cost.layers if layer.name == "conv0") for cost in (declared, given)]
+    assert conv0[1].flops == pytest.approx(4 * conv0[0].flops)
+    assert given.total_flops == pytest.approx(4 * declared.total_flops, rel=0.01)
+
+
 def test_lstm_hand_count_and_symbolic_batch(torch_models):
     path = torch_models["lstm"]
     with pytest.raises(ShapeError, match=r"'frames' dimension 1 .*'batch'"):

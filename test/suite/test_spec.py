@@ -49,6 +49,17 @@ def test_parameter_files_set_only_declared_parameters(path):
     virtual_devices(params)  # a virtual platform must name its tree
 
 
+def test_one_tree_for_two_virtual_devices_is_refused():
+    # The last one's board was started, and the other node read it as its own device.
+    params = {"power_monitor": {"platform": "virtual:agx_orin_64gb", "sysfs_root": "/tmp/t"},
+              "inference": {"platform": "virtual:orin_nx_16gb", "sysfs_root": "/tmp/t"}}
+    with pytest.raises(ValueError, match="sysfs_root /tmp/t is given to virtual:agx_orin_64gb and to "
+                                         "virtual:orin_nx_16gb: one virtual Jetson per root"):
+        virtual_devices(params)
+    params["inference"]["platform"] = "virtual:agx_orin_64gb"
+    assert virtual_devices(params) == {"/tmp/t": "agx_orin_64gb"}
+
+
 def test_malformed_parameter_file_names_the_problem(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("power_monitor: [unclosed\n")

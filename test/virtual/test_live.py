@@ -9,7 +9,7 @@ import pytest
 
 from edge_roofline.platforms.base import OperatingPoint, PlatformInitError, RebootRequiredError
 from edge_roofline.platforms import create_platform
-from edge_roofline.virtual.live import RUN_DIR, LiveBoardClient, LiveVirtualJetson, set_background_load
+from edge_roofline.virtual.live import RUN_DIR, LiveBoardClient, LiveVirtualJetson, TreeRootError, set_background_load
 
 
 @pytest.fixture
@@ -146,3 +146,16 @@ def test_a_client_stalls_on_its_first_inference_after_an_emc_change(tmp_path):
     jetson.step(0.02)
     first_s, second_s = client.run_inference(cost).latency_s, client.run_inference(cost).latency_s
     assert first_s > second_s + 0.0025 and second_s < before_s + 0.0025
+
+
+def test_a_second_board_on_a_running_one_s_tree_is_refused(tmp_path):
+    # It rendered its own tree (another device too) over the running board's, and both then raced
+    # over the files: FileNotFoundError tracebacks, a tree that was neither board's.
+    running = LiveVirtualJetson(tmp_path, "agx_orin_64gb").start()
+    try:
+        with pytest.raises(TreeRootError, match=rf"a virtual Jetson already runs at {tmp_path} \(pid \d+\): stop it"):
+            LiveVirtualJetson(tmp_path, "orin_nx_16gb")
+        assert json.loads((tmp_path / RUN_DIR / "physics.json").read_text())["device"] == "agx_orin_64gb"
+    finally:
+        running.stop()
+    LiveVirtualJetson(tmp_path, "orin_nx_16gb").start().stop()  # free once it stopped
