@@ -261,6 +261,8 @@ class GovernorRuntime:
             self.store.clear()
         try:
             self.platform.close()
+        except PlatformError:
+            pass  # the start's own error is the one to report
         finally:
             self.lock.release()
 
