@@ -17,7 +17,7 @@ import yaml
 from edge_roofline.governor.config import MODES
 from edge_roofline.paths import config_dirs
 from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
-from edge_roofline.paths import yaml_problem
+from edge_roofline.paths import read_text_file, yaml_problem
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
@@ -153,7 +153,7 @@ def load_params(path: str | Path) -> dict[str, dict]:
     key, or a value of the wrong type."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(read_text_file(path)) or {}
     except FileNotFoundError as exc:
         raise ValueError(f"parameter file {path} not found; pass an existing file "
                          f"(shipped ones are in {[str(d) for d in config_dirs()]})") from exc
