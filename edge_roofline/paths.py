@@ -1,6 +1,7 @@
 """Where the shipped config files are: ``config/`` beside the package in a source checkout,
 ``share/edge_roofline/config`` when installed (pip venv or colcon install space); and how a config
-file's YAML error reads on one line (here, in the bottom layer, because every layer reads YAML)."""
+file that is not text, or not valid YAML, reads on one line (here, in the bottom layer, because
+every layer reads them)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,17 @@ def yaml_problem(exc: BaseException) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     return f"not valid YAML{where}: {getattr(exc, 'problem', None) or ' '.join(str(exc).split())}"
+
+
+class NotTextError(ValueError):
+    """A file given as text (YAML, JSON) that is not: a binary, another encoding."""
+
+
+def read_text_file(path: str | Path) -> str:
+    """A user's text file; one that does not decode is a NotTextError naming it (UnicodeDecodeError
+    names only the codec and the offset, not the file)."""
+    try:
+        return Path(path).read_text()
+    except UnicodeDecodeError as exc:
+        raise NotTextError(f"{path}: not {exc.encoding} text (byte {exc.object[exc.start]:#04x} at offset "
+                           f"{exc.start}: {exc.reason}); give a text file (YAML, JSON)") from None

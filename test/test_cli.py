@@ -67,6 +67,8 @@ def _cases(tmp_path, model):
         (["governor-eval", str(binary)], f"{binary}: not utf-8 text (byte 0xff at offset 8: invalid start byte); "
                                          "give a text file"),
         (["up", "--config", str(binary)], f"{binary}: not utf-8 text"),
+        (["sweep", "zoo:tiny_cnn", "--platform", "virtual:agx_orin_64gb", "--points", str(binary),
+          "--out", str(tmp_path / "refused")], f"{binary}: not utf-8 text (byte 0xff at offset 8"),
         (["profile", missing + ".onnx", "--device", "agx_orin_64gb"], "missing.onnx"),
         (["recording", missing + ".mcap"], "not found"),
         (["report", missing], "holds no sweep"),
@@ -137,6 +139,33 @@ def test_a_number_out_of_range_is_a_usage_error(argv, expected, capsys):
         main(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert done.value.code == 2 and err[-1].startswith(f"edge-roofline {argv[0]}: error: {expected}"), err
+
+
+def test_a_file_that_is_not_text_is_named_by_the_code_that_read_it(tmp_path):
+    from edge_roofline.paths import NotTextError, read_text_file
+    from edge_roofline.suite.errors import is_user_error, one_line
+
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"a: \xff\n")
+    with pytest.raises(NotTextError) as refused:
+        read_text_file(binary)
+    assert is_user_error(refused.value) and one_line(refused.value) == (
+        f"{binary}: not utf-8 text (byte 0xff at offset 3: invalid start byte); give a text file (YAML, JSON)")
+
+
+def test_a_decode_error_never_blames_a_file_that_happens_to_be_open(tmp_path):
+    """The name was guessed from the frames' open text files: bytes decoded beside one named it."""
+    from edge_roofline.suite.errors import is_user_error, one_line
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("fine\n")
+    with open(notes) as unrelated:
+        try:
+            b"\xff".decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = one_line(exc)
+            assert is_user_error(exc) and not unrelated.closed
+    assert str(notes) not in line and "can't decode byte 0xff" in line, line
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch, tmp_path):

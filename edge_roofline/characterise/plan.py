@@ -11,7 +11,7 @@ from pathlib import Path
 
 from edge_roofline.platforms.base import OperatingPoint, Platform
 from edge_roofline.roofline.devices import DeviceSpec
-from edge_roofline.paths import yaml_problem
+from edge_roofline.paths import read_text_file, yaml_problem
 
 POINT_SETS = ("presets", "grid", "all")
 _POINT_KEYS = {f.name for f in fields(OperatingPoint)}
@@ -54,7 +54,7 @@ def load_points_file(path: str | Path) -> list[OperatingPoint]:
     path = Path(path)
     if not path.is_file():
         raise PlanError(f"--points {path}: not presets, grid, all or an existing file")
-    text = path.read_text()
+    text = read_text_file(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
         try:

@@ -30,7 +30,8 @@ from .store import PointResult, Store, SweepRecord, now_wall_s
 
 
 class SweepAborted(RuntimeError):
-    """Too many points failed in a row: something is wrong with the setup, not one point."""
+    """No point could be measured, or too many failed in a row: something is wrong with the setup,
+    not one point."""
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,14 @@ def _duration(seconds: float) -> str:
 @dataclass(frozen=True)
 class SweepSummary:
     measured: int
-    failed: int
+    failures: tuple[PointResult, ...]  # the points that failed, in sweep order (each with its error)
     skipped: int  # finished before (resume)
     wall_s: float
     original_point: str
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
 
 
 class Sweep:
@@ -192,7 +197,9 @@ class Sweep:
         todo = [p for p in points if p.name not in finished]
         progress = Progress(len(todo), f"sweep {self.model}", self.progress_stream)
         start = time.monotonic()
+        failures: list[PointResult] = []
         failed_in_row = 0
+        skipped = len(finished & {p.name for p in points})
         feeds = self.backend.dummy_feeds()
         try:
             with PowerMeter(self.platform, self.clock, self.settings.sample_rate_hz,
@@ -203,22 +210,31 @@ class Sweep:
                     self.store.put(result)
                     progress.done += 1
                     progress.failed += not result.ok
+                    if not result.ok:
+                        failures.append(result)
                     failed_in_row = 0 if result.ok else failed_in_row + 1
                     if self.after_point is not None:
                         self.after_point(result)
                     if failed_in_row >= self.settings.max_consecutive_failures:
-                        raise SweepAborted(f"{failed_in_row} points failed in a row (last: "
-                                           f"{result.name}: {result.error}); fix the setup and "
-                                           f"rerun with --resume")
-                progress.update("done")
+                        break
+                else:
+                    progress.update("done")
+            # Nothing measured leaves nothing to report: the sweep failed, with the first point's reason.
+            if failures and len(failures) == progress.done and not skipped:
+                first = failures[0]
+                raise SweepAborted(f"no point could be measured ({len(failures)} tried; the first, {first.name}, "
+                                   f"failed: {first.error}); fix the setup and rerun with --resume")
+            if failed_in_row >= self.settings.max_consecutive_failures:
+                raise SweepAborted(f"{failed_in_row} points failed in a row (last: {failures[-1].name}: "
+                                   f"{failures[-1].error}); fix the setup and rerun with --resume")
         finally:
             progress.finish()
             try:
                 self.platform.restore()  # the device is never left at a sweep point
             finally:
                 self.store.add_sweep_time(self.model, self.precision, time.monotonic() - start)
-        return SweepSummary(progress.done - progress.failed, progress.failed, len(finished & {p.name for p in points}),
-                            time.monotonic() - start, original.name)
+        return SweepSummary(progress.done - len(failures), tuple(failures), skipped, time.monotonic() - start,
+                            original.name)
 
     def _measure_safely(self, point: OperatingPoint, meter: PowerMeter, feeds) -> PointResult:
         wall_start = time.monotonic()

@@ -1,6 +1,6 @@
-"""Argument types for numbers a command cannot use outside a range (a negative count, a NaN
-or infinite time): argparse's one-line usage error names the option, instead of a traceback, a
-silent exit 0 or a run that never ends further on."""
+"""Argument types for values a command cannot use (a negative count, a NaN or infinite time, a
+file it could not write): argparse's one-line usage error names the option, instead of a
+traceback, a silent exit 0, a run that never ends or results lost further on."""
 
 from __future__ import annotations
 
@@ -40,27 +40,27 @@ SECONDS = finite(0.0)  # a duration or wait; 0 where the help says what 0 means
 POSITIVE_MS = finite(0.0, above=True)  # a latency target
 
 
-def output_file(text: str) -> str:
-    """A file a command writes when its run ends (--json): a directory, or a folder that does not
-    exist, is refused before the run instead of losing its results after it."""
-    path = Path(text).expanduser()
-    if not text:  # none
+def file_to_write(*, formats: tuple[str, ...] = (), what: str = "files", example: str = "",
+                  folder_made: bool = False):
+    """A file a command writes when its run ends, checked before the run instead of lost after it:
+    a directory is refused (``example``: a name to suggest in it); ``formats``: the suffixes
+    ``what`` can be written as (matplotlib would add .png to a name without one, and the command
+    would report the name it was given); a folder that does not exist is refused unless the writer
+    makes it (``folder_made``). An empty text is none."""
+    def parse(text: str) -> str:
+        if not text:
+            return text
+        path = Path(text).expanduser()
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name in it"
+                                             + (f", e.g. {path / example}" if example else ""))
+        if formats and path.suffix.lower() not in formats:
+            raise argparse.ArgumentTypeError(f"{text}: {what} are written as {' or '.join(formats)}")
+        if not folder_made and not path.parent.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: folder {path.parent} does not exist; create it first")
         return text
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name in it")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: folder {path.parent} does not exist; create it first")
-    return text
+    return parse
 
 
-def chart_file(text: str) -> str:
-    """A chart to write (.png or .svg; its folder is made): matplotlib would add .png to a name
-    without one, and the command would report the name it was given."""
-    path = Path(text).expanduser()
-    if not text:  # none
-        return text
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a directory; give a file name, e.g. {path / 'chart.png'}")
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise argparse.ArgumentTypeError(f"{text}: charts are written as .png or .svg")
-    return text
+output_file = file_to_write()  # --json, --record
+chart_file = file_to_write(formats=(".png", ".svg"), what="charts", example="chart.png", folder_made=True)

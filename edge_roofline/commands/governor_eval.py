@@ -99,6 +99,8 @@ def plot_generation(sc, runs, path: str) -> None:
 def _plot(path: str, series, targets, phase_starts_s, moves, title: str) -> None:
     """``series``: per policy, (end times, latencies ms, (t, W) power samples); ``targets``:
     (ms, from s, to s); ``moves``: the governor's (t, point name)."""
+    from pathlib import Path
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -126,5 +128,7 @@ def _plot(path: str, series, targets, phase_starts_s, moves, title: str) -> None
     ax_pow.legend(loc="upper right", fontsize=7)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    out = Path(path).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)  # chart_file leaves the folder to the writer
+    fig.savefig(out, dpi=120)
     plt.close(fig)

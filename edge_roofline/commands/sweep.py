@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 from edge_roofline.commands._args import POSITIVE_MS
 
 NAME = "sweep"
@@ -103,6 +104,11 @@ def _sweep_model(args, source: str, store, settings) -> None:
         summary = sweep.run(todo, resume=args.resume)
         print(f"{sim}{cost.model}: {summary.measured} points measured, {summary.failed} failed, "
               f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
+        if summary.failures:
+            first = summary.failures[0]
+            print(f"{sim}{cost.model}: failed points: {', '.join(r.name for r in summary.failures)} (first error: "
+                  f"{first.error}; the report of {args.out} lists each error; --resume tries them again)",
+                  file=sys.stderr)
         if args.budget is not None:
             measured = store.results(cost.model, args.precision)
             chosen = {p.name for p in todo}

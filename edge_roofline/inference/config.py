@@ -32,7 +32,7 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
         if ignored:
             raise ValueError(f"parameter(s) {', '.join(ignored)} are used only with the input size: set -p width:=W "
                              f"-p height:=H too (the model's input size), or leave them at their defaults")
-    options = {"platform": platform} if p["backend"] == "virtual" else {}
+    options = {"platform": _virtual_board(p, platform)} if p["backend"] == "virtual" else {}
     config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
                              input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
                              profile_every_frames=p["profile_every_frames"],
@@ -40,6 +40,18 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
                              profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
     config.validate()
     return config
+
+
+def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
+    """The platform whose board the virtual backend times runs on. Without one the backend would
+    make a private board: times at clocks no power monitor reads and no governor moves, so a
+    closed loop that looks whole and is not; refused instead, naming the parameters."""
+    if getattr(platform, "board", None) is None:
+        given = f"platform {p['platform']!r} gives no virtual Jetson" if p["platform"] else "no platform is set"
+        raise ValueError(f"backend virtual times the model on a live virtual Jetson, and {given}: set -p "
+                         "platform:=virtual:DEVICE -p sysfs_root:=DIR (the root of `edge-roofline virtual-jetson "
+                         "--device DEVICE --root DIR`), or use backend ort")
+    return platform
 
 
 def _as_default(value):
@@ -56,7 +68,7 @@ def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceili
 
 def generation_config(p: Mapping, platform: Platform | None) -> GenerationConfig:
     """The generation node's validated GenerationConfig (the platform for the virtual backend)."""
-    options = ({"platform": platform, "precision": p["precision"]} if p["backend"] == "virtual"
+    options = ({"platform": _virtual_board(p, platform), "precision": p["precision"]} if p["backend"] == "virtual"
                else {"intra_op_threads": p["ort_threads"]})
     config = GenerationConfig(
         model=p["model"], backend=p["backend"], precision=p["precision"], tokenizer=p["tokenizer"],

@@ -4,7 +4,6 @@ exit 2). Anything else is a bug and keeps its traceback."""
 
 from __future__ import annotations
 
-import io
 import traceback
 from pathlib import Path
 
@@ -22,7 +21,8 @@ def is_user_error(exc: BaseException) -> bool:
       CostModelError, PlatformError, BackendError, ErtError, UnknownModelError, ...): raised on
       purpose, with a message written for the user;
     - OSError: a missing or unreadable file, a device that refuses; UnicodeDecodeError: a file
-      read as text that is not (a binary given as a YAML file);
+      read as text that is not (a binary given as a YAML file; the user's files are read through
+      paths.read_text_file, whose NotTextError names the file; elsewhere the codec's own line);
     - a ValueError raised by this package's own validation (a library's ValueError, or a
       KeyError/TypeError/AttributeError anywhere, is a bug)."""
     if any(_defined_here(cls) for cls in type(exc).__mro__):
@@ -39,22 +39,6 @@ def one_line(exc: BaseException) -> str:
     OSError from open() is ``PATH: why``, not ``[Errno 21] Is a directory: 'PATH'``)."""
     if isinstance(exc, OSError) and not _defined_here(type(exc)) and exc.filename and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
-    if isinstance(exc, UnicodeDecodeError):
-        return (f"{_decoded_file(exc) or 'a file'}: not {exc.encoding} text (byte {exc.object[exc.start]:#04x} at "
-                f"offset {exc.start}: {exc.reason}); give a text file (YAML, JSON)")
     quoted = isinstance(exc, KeyError) and type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1
     text = exc.args[0] if quoted else str(exc)
     return " ".join(str(text).split()) or type(exc).__name__
-
-
-
-def _decoded_file(exc: UnicodeDecodeError) -> str | None:
-    """The name of the file whose text failed to decode: the innermost frame reading it (pathlib's
-    read_text, a ``with open(...) as f`` in our code) holds it open."""
-    tb, name = exc.__traceback__, None
-    while tb is not None:
-        for value in tb.tb_frame.f_locals.values():
-            if isinstance(value, io.TextIOBase) and isinstance(getattr(value, "name", None), str):
-                name = value.name
-        tb = tb.tb_next
-    return name

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import yaml
 
+from edge_roofline.governor.config import MODES
 from edge_roofline.paths import config_dirs
 from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
-from edge_roofline.paths import yaml_problem
+from edge_roofline.paths import read_text_file, yaml_problem
 from edge_roofline.suite.parameters import check_parameter_file
 
 PACKAGE = "edge_roofline"
@@ -69,6 +70,9 @@ ARGUMENTS = {
                          "governor streams: a YAML file, or a YAML list [{name: det, target_latency_ms: 30}, ...]"),
     "foxglove_port": (BRIDGE, "port", int, "Foxglove WebSocket port of the foxglove_bridge node (0: any free port)"),
 }
+# Arguments with a fixed set of values: checked with the arguments, where the node would refuse a
+# bad one only after the suite (a virtual Jetson, the other nodes) had started around it.
+ARGUMENT_CHOICES = {"governor_mode": MODES}
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,8 @@ def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
             overrides.setdefault(node, {})[param] = kind(value)
         except ValueError as exc:
             raise ValueError(f"{arg}: expected a {kind.__name__}, got {value!r}") from exc
+        if value not in ARGUMENT_CHOICES.get(arg, (value,)):
+            raise ValueError(f"{arg}: must be one of {', '.join(ARGUMENT_CHOICES[arg])}, got {value!r}")
     return overrides
 
 
@@ -147,7 +153,7 @@ def load_params(path: str | Path) -> dict[str, dict]:
     key, or a value of the wrong type."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(read_text_file(path)) or {}
     except FileNotFoundError as exc:
         raise ValueError(f"parameter file {path} not found; pass an existing file "
                          f"(shipped ones are in {[str(d) for d in config_dirs()]})") from exc

@@ -32,6 +32,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -103,8 +104,9 @@ class TreeRootError(OSError):
 
 
 def _live_lock(root: Path) -> int:
-    """The descriptor holding the lock of the one live virtual Jetson at ``root``; a second one
-    (another --root of the same directory) would render its tree over the running board's."""
+    """The descriptor holding the lock of the one live virtual Jetson at ``root``, its holder's pid
+    written in it; a second one (another --root of the same directory) would render its tree over
+    the running board's."""
     path = root / RUN_DIR / "live.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -115,6 +117,8 @@ def _live_lock(root: Path) -> int:
         os.close(fd)
         raise TreeRootError(f"a virtual Jetson already runs at {root} ({holder}): stop it, or give another "
                             f"directory (edge-roofline virtual-jetson --root DIR)") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()}".encode())
     return fd
 
 
@@ -147,10 +151,10 @@ class LiveVirtualJetson:
         self._next_conversion_s = -math.inf  # on the clock step() is given
         self._presented: dict[str, tuple[float, float]] = {}
         self._rail_files = rail_value_files(self.device)
-        self._lock_fd: int | None = None
+        self._release_tree: weakref.finalize | None = None
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            os.close(_live_lock(self.root))  # refused before rendering over a running board; held from start()
+            self._hold_tree()  # refused before rendering over a running board; held until stop()
             render_tree(self.root, self.device, self.board.refresh_state(), self.conversion_s,
                         self.board.params.shunt_ohm)
             set_background_load(self.root)
@@ -163,6 +167,7 @@ class LiveVirtualJetson:
         except TreeRootError:
             raise
         except OSError as exc:  # errno's text alone ("Not a directory: ...") names neither the tree nor the fix
+            self.stop()
             raise TreeRootError(f"cannot write a virtual Jetson's tree under {self.root} ({exc.strerror}: "
                                 f"{exc.filename}); give a writable directory (edge-roofline virtual-jetson --root DIR, "
                                 f"or a node's -p sysfs_root:=DIR)") from None
@@ -262,11 +267,14 @@ class LiveVirtualJetson:
                 log.exception("virtual Jetson step failed")
             self._stop.wait(max(min(next_step_s, self._next_conversion_s) - time.monotonic(), 0.0))
 
+    def _hold_tree(self) -> None:
+        """Take the tree's lock until stop(). A board made only to render its tree and dropped
+        unstopped (tests, a tree to read) lets go when it is collected, not at process exit."""
+        self._release_tree = weakref.finalize(self, os.close, _live_lock(self.root))
+
     def start(self) -> "LiveVirtualJetson":
-        if self._lock_fd is None:
-            self._lock_fd = _live_lock(self.root)
-            os.ftruncate(self._lock_fd, 0)
-            os.write(self._lock_fd, f"pid {os.getpid()}".encode())
+        if self._release_tree is None:  # started again after stop()
+            self._hold_tree()
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="virtual-jetson", daemon=True)
         self._thread.start()
@@ -277,9 +285,9 @@ class LiveVirtualJetson:
         if self._thread is not None:
             self._thread.join(timeout=2.0)
             self._thread = None
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # drops the lock
-            self._lock_fd = None
+        if self._release_tree is not None:
+            self._release_tree()  # drops the lock
+            self._release_tree = None
 
 
 class LiveBoardClient:

@@ -65,6 +65,23 @@ def test_bad_arguments_give_clear_errors(tmp_path, capsys):
     assert "holds no sweep" in capsys.readouterr().err
 
 
+def test_sweep_exits_2_when_no_point_is_measured_and_names_failed_points(tmp_path, capsys):
+    bad = "{name: bad, nvpmodel_id: 0, gpu_max_freq_hz: 777000000}"
+    points = tmp_path / "points.yaml"
+    points.write_text(f"[{bad}]")
+    assert main(["sweep", "zoo:tiny_cnn", "--points", str(points), "--out", str(tmp_path / "none"),
+                 "--no-report", *FAST_FLAGS]) == 2  # was 0: "0 points measured, 1 failed"
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("edge-roofline sweep: error: no point could be measured (1 tried; the first, bad, "
+                          "failed: OperatingPointError: bad: GPU cap 777.0 MHz is not in the available table")
+    points.write_text(f"[{bad}, {{name: max, nvpmodel_id: 0}}]")
+    assert main(["sweep", "zoo:tiny_cnn", "--points", str(points), "--out", str(tmp_path / "some"),
+                 "--no-report", *FAST_FLAGS]) == 0
+    out, err = capsys.readouterr()
+    assert "1 points measured, 1 failed" in out
+    assert "tiny_cnn: failed points: bad (first error: OperatingPointError: bad: GPU cap 777.0 MHz" in err
+
+
 def _chromium(args, url):
     proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
                            "--v=0", *args, url], capture_output=True, text=True, timeout=120)

@@ -128,10 +128,28 @@ def test_many_failures_in_a_row_abort_and_still_restore(resnet18_model, tmp_path
     rig = loaded_rig(resnet18_model)
     found = _caps(rig.platform.board)
     points = sweep_points(rig.platform, "grid")[:8]
-    rig.platform.fail_apply = True
-    with Store(tmp_path) as store, pytest.raises(SweepAborted, match="5 points failed in a row"):
+    rig.platform = _FailsAt(rig.platform, {p.name for p in points[1:]})
+    aborted = f"5 points failed in a row .last: {points[5].name}:"
+    with Store(tmp_path) as store, pytest.raises(SweepAborted, match=aborted):
         make_sweep(rig, store).run(points)
     assert _caps(rig.platform.board) == found
+
+
+def test_a_sweep_that_measures_no_point_fails_with_the_first_reason(resnet18_model, tmp_path):
+    """Fewer failures than abort a sweep, but all of them: before, a summary of 0 measured (exit 0)."""
+    rig = loaded_rig(resnet18_model)
+    found = _caps(rig.platform.board)
+    rig.platform.fail_apply = True
+    points = sweep_points(rig.platform, "grid")[:2]
+    with Store(tmp_path) as store:
+        with pytest.raises(SweepAborted, match=rf"no point could be measured \(2 tried; the first, {points[0].name}, "
+                                               r"failed: ApplyError: .*simulated failure"):
+            make_sweep(rig, store).run(points)
+        assert len(store.results("resnet18", "fp16", status="failed")) == 2  # kept for the report
+    assert _caps(rig.platform.board) == found
+    # Eight in a row: the same reason, not only the abort after five.
+    with Store(tmp_path / "eight") as store, pytest.raises(SweepAborted, match=r"no point .*\(5 tried"):
+        make_sweep(rig, store).run(sweep_points(rig.platform, "grid")[:8])
 
 
 def test_points_file_is_validated(tmp_path):

@@ -1,13 +1,17 @@
 """inference/config.py: the inference node's parameters (its own defaults) as the pipeline's
 config and roofs, without rclpy running."""
 
+from types import SimpleNamespace
+
 import pytest
 
-from edge_roofline.inference.config import inference_config, report_ceilings
+from edge_roofline.inference.config import generation_config, inference_config, report_ceilings
+from edge_roofline.nodes.generation import PARAMETERS as GENERATION_PARAMETERS
 from edge_roofline.nodes.inference import PARAMETERS
 from edge_roofline.roofline.ceilings import spec_ceilings
 
 DEFAULTS = {name: default for name, (default, _) in PARAMETERS.items()}
+GENERATION_DEFAULTS = {name: default for name, (default, _) in GENERATION_PARAMETERS.items()}
 
 
 def test_defaults_take_the_preprocessing_from_the_model():
@@ -17,11 +21,22 @@ def test_defaults_take_the_preprocessing_from_the_model():
 
 
 def test_width_and_height_set_the_preprocessing_and_virtual_gets_the_platform():
-    platform = object()
+    platform = SimpleNamespace(board=object())  # a virtual Jetson's platform
     p = DEFAULTS | {"width": 64, "height": 48, "layout": "nhwc", "backend": "virtual"}
     config = inference_config(p, platform)
     assert (config.preprocess.width, config.preprocess.height, config.preprocess.layout) == (64, 48, "nhwc")
     assert config.backend_options == {"platform": platform}
+
+
+@pytest.mark.parametrize("make_config", [inference_config, generation_config])
+@pytest.mark.parametrize("platform_param, platform", [("", None), ("virtual:agx_orin_64gb", SimpleNamespace())])
+def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, platform_param, platform):
+    """Before, the backend made a private board of its own: times at clocks no other node sees."""
+    params = GENERATION_DEFAULTS if make_config is generation_config else DEFAULTS
+    given = "no platform is set" if not platform_param else "platform 'virtual:agx_orin_64gb' gives no virtual Jetson"
+    with pytest.raises(ValueError, match=f"backend virtual times the model on a live virtual Jetson, and {given}: "
+                                         r"set -p platform:=virtual:DEVICE -p sysfs_root:=DIR"):
+        make_config(params | {"backend": "virtual", "platform": platform_param}, platform)
 
 
 def test_bad_parameters_are_refused_with_the_reason():

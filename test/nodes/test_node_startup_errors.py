@@ -19,6 +19,9 @@ CASES = [
     ("inference", {"width": 1.5}, "parameter width is '1.5' (double), expected integer"),
     ("inference", {"mean": [0.485, 0.456, 0.406]}, "parameter(s) mean are used only with the input size: set -p "
                                                    "width:=W -p height:=H too"),  # was dropped in silence
+    # Timed on a private virtual board no power monitor reads and no governor moves, in silence.
+    ("inference", {"backend": "virtual"}, "backend virtual times the model on a live virtual Jetson, and no "
+                                          "platform is set: set -p platform:=virtual:DEVICE -p sysfs_root:=DIR"),
     ("governor", {"target_latency_ms": "abc"}, "parameter target_latency_ms is 'abc'"),
     ("governor", {"step_rate_hz": 0.0}, "parameter step_rate_hz must be a rate > 0 Hz, got 0.0"),
     ("governor", {"hysteresis": float("nan")}, "hysteresis must be a finite number >= 0, got nan"),  # started
@@ -47,6 +50,8 @@ CASES = [
     ("generation", {"model": "zoo:tiny_cnn"}, "not a decoder with KV-cache inputs"),
     ("generation", {"backend": "tensorrt"}, "backend must be ort or virtual for generation"),
     ("generation", {"tokenizer": "sentencepiece"}, "tokenizer must be one of bytes, none"),
+    ("generation", {"backend": "virtual"}, "backend virtual times the model on a live virtual Jetson, and no "
+                                           "platform is set"),
     # Both started: a NaN temperature samples nothing, ONNX Runtime took -1 threads.
     ("generation", {"temperature": float("nan")}, "temperature >= 0 (got nan)"),
     ("generation", {"ort_threads": -1}, "ort_threads must be >= 0 (0: ONNX Runtime's default), got -1"),

@@ -11,6 +11,7 @@ import pytest
 from edge_roofline.platforms.jetson import power
 from edge_roofline.platforms.jetson.caps import CapWriter
 from edge_roofline.platforms.jetson.platform import JetsonPlatform
+from edge_roofline.telemetry import diagnostics
 from edge_roofline.telemetry.sampler import PowerSampler
 from test.platforms.tree import write, write_agx_orin_tree, write_fake_nvpmodel
 
@@ -92,6 +93,31 @@ def test_rail_file_removed_mid_run_is_missing_typed_and_logged_once(root, caplog
     assert back.total_power_w is not None and back.missing_rails == {}
     assert "VIN_SYS_5V0 reads again" in caplog.records[-1].getMessage()
     platform.close()
+
+
+def test_a_total_rail_no_channel_is_labelled_reaches_diagnostics_with_the_fix(root, caplog):
+    """A board whose monitors do not carry a rail the catalogue sums (another carrier, a misidentified
+    board): before, no log line and /diagnostics said 'this platform measures no power'."""
+    label = next(f for f in (root / DRIVER).glob("*/hwmon/hwmon*/in*_label") if f.read_text() == "VIN_SYS_5V0\n")
+    write(label, "VIN_SYS_5V0_X\n")
+    caplog.set_level(logging.WARNING, logger="edge_roofline.platforms.jetson.platform")
+    platform = make(root)
+    try:
+        sampler = PowerSampler(platform, rate_hz=100)
+        for _ in range(3):
+            sampler.sample_once()
+        window = sampler.take_window()
+    finally:
+        platform.close()
+    statuses = {s.name.split(": ")[1]: s for s in diagnostics.evaluate(window, diagnostics.Thresholds(), "test")}
+    rails = statuses["power rails"]
+    assert rails.level == diagnostics.ERROR and rails.message == "missing: VIN_SYS_5V0"  # the total is lost
+    why = rails.values["VIN_SYS_5V0"]
+    assert "no power monitor channel is labelled VIN_SYS_5V0" in why and "VIN_SYS_5V0_X" in why
+    assert "set the platform to jetson:DEVICE" in why and "ls /sys/bus/i2c/drivers/ina3221" in why
+    assert statuses["power"].level == diagnostics.WARN and statuses["power"].message.endswith("no module power")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [f"power rail VIN_SYS_5V0 missing: {why}"]  # once, though sampled three times
 
 
 def test_a_value_that_is_no_number_is_a_typed_error(root):

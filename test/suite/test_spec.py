@@ -79,6 +79,8 @@ def test_launch_arguments_become_typed_overrides():
     assert argument_overrides({"governor_streams": streams}) == {"governor": {"streams": streams}}
     with pytest.raises(ValueError, match="target_latency_ms: expected a float"):
         argument_overrides({"target_latency_ms": "fast"})
+    with pytest.raises(ValueError, match="^governor_mode: must be one of off, advise, active, got 'bogus'$"):
+        argument_overrides({"governor_mode": "bogus"})  # the governor would refuse it once the suite ran
     for node, param, _, _ in ARGUMENTS.values():
         executable = next(s.executable for s in NODES + EXTRAS if s.name == node)
         assert param in declared_parameters(executable)

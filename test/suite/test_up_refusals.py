@@ -34,6 +34,15 @@ def test_an_unknown_extra_is_one_line(ros_env):
                                    "choose from synthetic_camera, console, foxglove_bridge"), done.stderr
 
 
+def test_a_bad_governor_mode_is_refused_before_anything_starts(ros_env):
+    """Before, the virtual Jetson and three nodes started, then the governor exited 2."""
+    done = run_cli("up", "--governor-mode", "bogus", "--duration", "5", env=ros_env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == ("edge-roofline up: error: governor_mode: must be one of off, advise, active, "
+                                   "got 'bogus'"), done.stderr
+    assert done.stdout == "", done.stdout  # no "virtual Jetson ... live", no "started 3 nodes"
+
+
 def test_a_second_bridge_on_a_taken_port_is_one_line(ros_env):
     """As a second bridge beside a running demo: one line naming the port parameter, recording
     only (serve:=false) and --no-foxglove; exit 2."""

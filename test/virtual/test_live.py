@@ -2,6 +2,9 @@
 emulation, the board follows, and work reported by a client process shows up on the rails."""
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from dataclasses import replace
 
@@ -146,6 +149,26 @@ def test_a_client_stalls_on_its_first_inference_after_an_emc_change(tmp_path):
     jetson.step(0.02)
     first_s, second_s = client.run_inference(cost).latency_s, client.run_inference(cost).latency_s
     assert first_s > second_s + 0.0025 and second_s < before_s + 0.0025
+
+
+def test_the_tree_is_held_from_construction_to_stop(tmp_path):
+    """The lock was taken to check, dropped, and taken again in start(): between the two another
+    board (here or in another process) could take the tree and the first rendered over it."""
+    board = LiveVirtualJetson(tmp_path, "agx_orin_64gb")  # rendered, not started
+    held = rf"a virtual Jetson already runs at {tmp_path} \(pid {os.getpid()}\): stop it"
+    try:
+        with pytest.raises(TreeRootError, match=held):
+            LiveVirtualJetson(tmp_path, "orin_nx_16gb")
+        other = subprocess.run([sys.executable, "-c", "import fcntl, os, sys\n"
+                                "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                                "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)",
+                                str(tmp_path / RUN_DIR / "live.lock")], capture_output=True, text=True, timeout=30)
+        assert other.returncode != 0 and "BlockingIOError" in other.stderr, other.stderr
+        board.start()
+        assert json.loads((tmp_path / RUN_DIR / "physics.json").read_text())["device"] == "agx_orin_64gb"
+    finally:
+        board.stop()
+    LiveVirtualJetson(tmp_path, "orin_nx_16gb").stop()  # free once it stopped
 
 
 def test_a_second_board_on_a_running_one_s_tree_is_refused(tmp_path):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from edge_roofline.paths import yaml_problem
+from edge_roofline.paths import read_text_file, yaml_problem
 
 from ..config import ConfigError
 
@@ -65,7 +65,7 @@ def _read(path: Path) -> dict:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(read_text_file(path)) or {}
     except OSError as exc:
         raise ConfigError(f"cannot read scenario {path}: {exc}") from None
     except yaml.YAMLError as exc:

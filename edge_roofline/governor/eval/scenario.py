@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 from edge_roofline.paths import config_dirs
-from edge_roofline.paths import yaml_problem
+from edge_roofline.paths import read_text_file, yaml_problem
 
 from ..config import DEFAULT_STREAM, ConfigError, GovernorConfig
 
@@ -357,7 +357,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
     path = resolve_scenario_path(name_or_path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(read_text_file(path))
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -49,6 +49,11 @@ class RailSource:
         return "jtop" if self.client else "jetson-sysfs"
 
     @property
+    def labels(self) -> tuple[str, ...]:
+        """The rails the board's power monitors are labelled with (sysfs, read at start)."""
+        return tuple(c.label for c in self._channels)
+
+    @property
     def update_interval_s(self) -> float | None:
         """The INA3221s' conversion period on the sysfs path; None with jtop (left at its own rate)."""
         return None if self._reader is None else power.update_interval_s(self._channels)

@@ -294,12 +294,16 @@ class JetsonPlatform(Platform):
         checking the rail files are still the ones opened."""
         labels = None if full else self.device.total_power_rails
         rails, errors = self._rails.read(labels, check_paths=full)
+        read = {r.name for r in rails} | {e.rail for e in errors}
+        # A total rail no channel is labelled with is missing too, not only one whose file fails.
+        errors += tuple(power.RailNotFoundError(rail, self._rails.labels, self.device.key)
+                        for rail in self.device.total_power_rails if rail not in read)
         self._note_missing(errors, labels)
         total, reason = power.total_power_w(rails, self.device.total_power_rails)
         source = self._rails.name if reason is None else f"{self._rails.name} ({reason})"
         return rails, total, source
 
-    def _note_missing(self, errors: tuple[power.RailReadError, ...], labels) -> None:
+    def _note_missing(self, errors: tuple[power.RailReadError | power.RailNotFoundError, ...], labels) -> None:
         """One log line when a rail goes missing or reads again; ``labels``: the rails just read."""
         missing = {r: why for r, why in self._missing_rails.items() if labels is not None and r not in labels}
         missing.update((e.rail, e.reason) for e in errors)

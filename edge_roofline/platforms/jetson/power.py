@@ -70,6 +70,20 @@ class RailReadError(PlatformError):
                          f"({fix or f'is the ina3221 or ina238 driver bound? ls {path.parent}'})")
 
 
+class RailNotFoundError(PlatformError):
+    """A rail the module total sums that no channel of the board is labelled (another board than
+    the one identified, or a driver not bound): module power is lost until the board is named."""
+
+    def __init__(self, rail: str, board_labels: tuple[str, ...], device_key: str) -> None:
+        self.rail = rail
+        driver_dir = INA238_DRIVER_DIR if rail == INA238_LABEL else INA3221_DRIVER_DIR
+        self.reason = (f"no power monitor channel is labelled {rail} (this board's: "
+                       f"{', '.join(board_labels) or 'none'}); {device_key} sums it for module power: if the "
+                       f"board is another one, set the platform to jetson:DEVICE, else check the driver is bound "
+                       f"(ls {driver_dir})")
+        super().__init__(f"power rail {rail} missing: {self.reason}")
+
+
 def find_rails(root: str | Path = "/") -> list[RailChannel]:
     """Every connected INA3221 channel under the tree, sorted by device and channel."""
     driver_dir = under(root, INA3221_DRIVER_DIR)
