@@ -1,9 +1,10 @@
-"""Governor configuration: one dataclass per concern, built from a dict or a YAML file with
-unknown keys refused by name (a typo must not silently leave a default in force). Each field is
-a setting defined once (``setting(default, doc)``): the governor node's parameters and their
-docs table come from these fields (edge_roofline.governor.settings).
+"""Governor configuration: one dataclass per concern, built from a dict (the node's parameters, a
+scenario's ``governor`` mapping) with unknown keys refused by name (a typo must not silently
+leave a default in force). Each field is a setting defined once (``setting(default, doc)``): the
+governor node's parameters and their docs table come from these fields
+(edge_roofline.governor.settings).
 
-YAML layout (every key optional)::
+The mapping, as YAML (every key optional)::
 
     target_latency_ms: 50.0
     percentile: 95.0
@@ -391,17 +392,3 @@ class GovernorConfig:
             raise ConfigError(f"streams must be a list like [{{name: detector, target_latency_ms: 30}}], "
                               f"got {streams!r}")
         return replace(dataclass_from_dict(cls, data, "governor"), **sections, streams=streams_from_list(streams))
-
-    @classmethod
-    def from_yaml(cls, path: str | Path) -> "GovernorConfig":
-        import yaml
-
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as exc:
-            raise ConfigError(f"cannot read governor config {path}: {exc}") from exc
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"governor config {path} is {yaml_problem(exc)}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"governor config {path} must be a mapping, got {type(data).__name__}")
-        return cls.from_dict(data.get("governor", data))

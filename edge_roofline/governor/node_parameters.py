@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 from edge_roofline.governor.config import GovernorConfig
-from edge_roofline.governor.settings import markdown_table, parameter_table
+from edge_roofline.governor.settings import config_dict, markdown_table, parameter_table
 
 NODE_ONLY = {
     "platform": ("jetson", "jetson, virtual:DEVICE or nvml (outside the catalogue: points learned by measuring); "
@@ -30,6 +31,15 @@ NODE_ONLY = {
 }
 
 PARAMETERS = {**parameter_table(GovernorConfig), **NODE_ONLY}
+
+
+def check_settings(values: Mapping[str, Any]) -> None:
+    """Raise ConfigError for what GovernorConfig refuses among ``values`` (parameters by name,
+    the rest at the node's defaults), as the node would at start: the suite runs it on a
+    parameter file and its arguments before it starts the board and the other nodes."""
+    defaults = {name: default for name, (default, _) in PARAMETERS.items()}
+    GovernorConfig.from_dict(config_dict(GovernorConfig, {**defaults, **values}))
+
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "nodes.md"
 COMMAND = "python -m edge_roofline.governor.node_parameters"

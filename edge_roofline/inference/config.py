@@ -32,7 +32,9 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
         if ignored:
             raise ValueError(f"parameter(s) {', '.join(ignored)} are used only with the input size: set -p width:=W "
                              f"-p height:=H too (the model's input size), or leave them at their defaults")
-    options = {"platform": _virtual_board(p, platform)} if p["backend"] == "virtual" else {}
+    # The virtual board times the model at the precision in force, as the generation node's does.
+    options = ({"platform": _virtual_board(p, platform), "precision": p["precision"]} if p["backend"] == "virtual"
+               else {})
     config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
                              input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
                              profile_every_frames=p["profile_every_frames"],

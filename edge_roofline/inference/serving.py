@@ -44,6 +44,10 @@ class InferenceConfig:
             problems.append(f"profile_runs must be >= 1, got {self.profile_runs}")
         if self.precision not in ("fp32", "fp16", "int8", "mixed"):
             problems.append(f"precision must be fp32, fp16, int8 or mixed, got {self.precision!r}")
+        elif self.backend == "virtual" and self.precision == "mixed":
+            # mixed keeps every tensor's own type: the board has no one rate to time that at.
+            problems.append("backend virtual times the whole model at one precision, not mixed: set precision to "
+                            "fp32, fp16 or int8")
         if self.preprocess is not None:
             try:
                 self.preprocess.validate()

@@ -29,7 +29,8 @@ from edge_roofline.viz.chart_image import roofline_png
 PARAMETERS = {
     "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
     "backend": ("ort", "ort | tensorrt | virtual (times from the live virtual Jetson: needs platform virtual:DEVICE)"),
-    "precision": ("fp32", "fp32 | fp16 | int8 (cost model and TensorRT build)"),
+    "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing (not mixed) and "
+                          "TensorRT build)"),
     "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
     "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
     "platform": ("", "platform to read current clocks from (as power_monitor's; virtual:DEVICE for the virtual "

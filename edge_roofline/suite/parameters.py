@@ -1,6 +1,8 @@
 """A parameter file checked against what the nodes declare, before anything starts: an unknown
 node, an unknown key or a value of the wrong type is refused with one line naming the file, the
-key and the allowed ones (ROS itself would ignore the first two and fail the node on the third).
+key and the allowed ones (ROS itself would ignore the first two and fail the node on the third);
+then a node's values by the node's own check where it has one (SETTINGS_CHECKS: the governor's
+GovernorConfig), which the node would otherwise run only once the suite had started around it.
 
 What a node declares is its module-level ``PARAMETERS`` table in ``edge_roofline/nodes/NODE.py``,
 read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports (a
@@ -16,7 +18,12 @@ import functools
 import importlib
 from pathlib import Path
 
+from edge_roofline.governor.node_parameters import check_settings as check_governor_settings
+
 NODES_DIR = Path(__file__).resolve().parent.parent / "nodes"
+# A node's own check of its values (rclpy-free), where it has one: what the node would refuse at
+# start is refused with the file and the arguments, before the suite starts anything around it.
+SETTINGS_CHECKS = {"governor": check_governor_settings}
 # Declared by rclpy itself on every node.
 ROS_PARAMETERS = {"use_sim_time": False, "start_type_description_service": True}
 UNCHECKED = ...  # a default that is not a literal: the type is left to the node
@@ -106,5 +113,20 @@ def check_parameter_file(path: str | Path, params: dict[str, dict]) -> None:
                 problems.append(f"{name}: " + _unknown(key, sorted(allowed), "key"))
             elif (problem := _type_problem(key, value, allowed[key])) is not None:
                 problems.append(f"{name}: {problem}")
+    if not problems:  # keys and types right: the values, as the nodes themselves check them
+        for name, values in params.items():
+            node = name.rsplit("/", 1)[-1]
+            if (problem := settings_problem(node, {**params.get("**", {}), **values})) is not None:
+                problems.append(f"{name}: {problem}")
     if problems:
         raise ParameterFileError(f"parameter file {path}: " + "; ".join(problems))
+
+
+def settings_problem(node: str, values: dict) -> str | None:
+    """What ``node``'s own check (SETTINGS_CHECKS) refuses among ``values`` (its parameters by
+    name); None when nothing is, or the node has no check."""
+    try:
+        SETTINGS_CHECKS.get(node, lambda _: None)(values)
+    except ValueError as exc:
+        return str(exc)
+    return None

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from edge_roofline.governor.config import MODES
 from edge_roofline.paths import config_dirs
 from edge_roofline.ros.topics import LLM_NAMESPACE, LLM_TYPES, POWER_TELEMETRY, TYPES
 from edge_roofline.paths import read_text_file, yaml_problem
-from edge_roofline.suite.parameters import check_parameter_file
+from edge_roofline.suite.parameters import check_parameter_file, settings_problem
 
 PACKAGE = "edge_roofline"
 
@@ -70,9 +69,6 @@ ARGUMENTS = {
                          "governor streams: a YAML file, or a YAML list [{name: det, target_latency_ms: 30}, ...]"),
     "foxglove_port": (BRIDGE, "port", int, "Foxglove WebSocket port of the foxglove_bridge node (0: any free port)"),
 }
-# Arguments with a fixed set of values: checked with the arguments, where the node would refuse a
-# bad one only after the suite (a virtual Jetson, the other nodes) had started around it.
-ARGUMENT_CHOICES = {"governor_mode": MODES}
 
 
 @dataclass(frozen=True)
@@ -132,7 +128,8 @@ def _start(spec: NodeSpec, params: dict[str, dict], overrides: dict, namespace: 
 
 def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
     """{node_name: {param: value}} for the launch arguments given (non-empty), typed as the
-    node declares them (a launch argument is a string; "20" would reach ROS as an integer)."""
+    node declares them (a launch argument is a string; "20" would reach ROS as an integer) and
+    checked as the node checks them (suite.parameters.SETTINGS_CHECKS)."""
     overrides: dict[str, dict] = {}
     for arg, value in values.items():
         if value in ("", None):
@@ -142,8 +139,9 @@ def argument_overrides(values: dict[str, str | None]) -> dict[str, dict]:
             overrides.setdefault(node, {})[param] = kind(value)
         except ValueError as exc:
             raise ValueError(f"{arg}: expected a {kind.__name__}, got {value!r}") from exc
-        if value not in ARGUMENT_CHOICES.get(arg, (value,)):
-            raise ValueError(f"{arg}: must be one of {', '.join(ARGUMENT_CHOICES[arg])}, got {value!r}")
+        # Here, where the node would refuse it only after the suite had started around it.
+        if (problem := settings_problem(node, {param: overrides[node][param]})) is not None:
+            raise ValueError(f"{arg}: {problem}")
     return overrides
 
 

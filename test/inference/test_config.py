@@ -5,10 +5,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from edge_roofline.backends import create_backend
 from edge_roofline.inference.config import generation_config, inference_config, report_ceilings
+from edge_roofline.inference.serving import LoadedModel
 from edge_roofline.nodes.generation import PARAMETERS as GENERATION_PARAMETERS
 from edge_roofline.nodes.inference import PARAMETERS
 from edge_roofline.roofline.ceilings import spec_ceilings
+from edge_roofline.virtual.board import VirtualBoard
 
 DEFAULTS = {name: default for name, (default, _) in PARAMETERS.items()}
 GENERATION_DEFAULTS = {name: default for name, (default, _) in GENERATION_PARAMETERS.items()}
@@ -25,7 +28,27 @@ def test_width_and_height_set_the_preprocessing_and_virtual_gets_the_platform():
     p = DEFAULTS | {"width": 64, "height": 48, "layout": "nhwc", "backend": "virtual"}
     config = inference_config(p, platform)
     assert (config.preprocess.width, config.preprocess.height, config.preprocess.layout) == (64, 48, "nhwc")
-    assert config.backend_options == {"platform": platform}
+    assert config.backend_options == {"platform": platform, "precision": "fp32"}
+
+
+@pytest.mark.parametrize("precision", ["fp32", "int8"])
+def test_the_virtual_backend_times_at_the_precision_in_force(precision):
+    """Before, it timed at fp16 whatever the parameter read (only the cost model followed it)."""
+    platform = SimpleNamespace(board=VirtualBoard("agx_orin_64gb"))
+    p = DEFAULTS | {"backend": "virtual", "precision": precision, "platform": "virtual:agx_orin_64gb"}
+    loaded = LoadedModel(inference_config(p, platform), create_backend)
+    try:
+        assert loaded.backend.precision == precision
+        assert {layer.precision for layer in loaded.backend.describe_layers()} == {precision}
+    finally:
+        loaded.close()
+
+
+def test_the_virtual_backend_refuses_mixed_rather_than_timing_another_precision():
+    platform = SimpleNamespace(board=object())
+    with pytest.raises(ValueError, match="backend virtual times the whole model at one precision, not mixed: set "
+                                         "precision to fp32, fp16 or int8$"):
+        inference_config(DEFAULTS | {"backend": "virtual", "precision": "mixed"}, platform)
 
 
 @pytest.mark.parametrize("make_config", [inference_config, generation_config])

@@ -48,6 +48,13 @@ def test_the_tables_read_without_importing_are_the_nodes_own():
      "governor: unknown key 'safety.stale_telemetry' (did you mean 'safety.stale_telemetry_s'?)"),
     ("governor:\n  ros__parameters:\n    safety: {stale_telemetry_s: 1}\n",
      "governor: safety.stale_telemetry_s is 1 (integer), expected double like its default 1.0"),
+    # What the governor itself would refuse at start (GovernorConfig), after the suite had started around it.
+    ("governor:\n  ros__parameters:\n    mode: bogus\n",
+     "governor: mode must be one of off, advise, active, got 'bogus'"),
+    ("/robot/governor:\n  ros__parameters:\n    streams: '[{name: det, target_latency_ms: 30, latency: e2e}]'\n",
+     "robot/governor: stream det: latency must be execution or end_to_end"),
+    ("/**:\n  ros__parameters:\n    percentile: 120.0\ngovernor:\n  ros__parameters:\n    margin: 0.2\n",
+     "governor: percentile must be in (0, 100], got 120.0"),
 ])
 def test_unknown_nodes_keys_and_wrong_types_are_refused(tmp_path, text, expected):
     path = _file(tmp_path, text)

@@ -79,8 +79,13 @@ def test_launch_arguments_become_typed_overrides():
     assert argument_overrides({"governor_streams": streams}) == {"governor": {"streams": streams}}
     with pytest.raises(ValueError, match="target_latency_ms: expected a float"):
         argument_overrides({"target_latency_ms": "fast"})
-    with pytest.raises(ValueError, match="^governor_mode: must be one of off, advise, active, got 'bogus'$"):
-        argument_overrides({"governor_mode": "bogus"})  # the governor would refuse it once the suite ran
+    # The governor's own check, where the governor would refuse the value only once the suite ran.
+    with pytest.raises(ValueError, match="^governor_mode: mode must be one of off, advise, active, got 'bogus'$"):
+        argument_overrides({"governor_mode": "bogus"})
+    with pytest.raises(ValueError, match=r"^target_latency_ms: target_latency_ms must be > 0, got -5.0$"):
+        argument_overrides({"target_latency_ms": "-5"})
+    with pytest.raises(ValueError, match="^governor_streams: stream det: phase must be prefill or decode"):
+        argument_overrides({"governor_streams": "[{name: det, target_latency_ms: 30, phase: prefil}]"})
     for node, param, _, _ in ARGUMENTS.values():
         executable = next(s.executable for s in NODES + EXTRAS if s.name == node)
         assert param in declared_parameters(executable)

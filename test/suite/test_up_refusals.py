@@ -38,9 +38,21 @@ def test_a_bad_governor_mode_is_refused_before_anything_starts(ros_env):
     """Before, the virtual Jetson and three nodes started, then the governor exited 2."""
     done = run_cli("up", "--governor-mode", "bogus", "--duration", "5", env=ros_env)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.strip() == ("edge-roofline up: error: governor_mode: must be one of off, advise, active, "
-                                   "got 'bogus'"), done.stderr
+    assert done.stderr.strip() == ("edge-roofline up: error: governor_mode: mode must be one of off, advise, "
+                                   "active, got 'bogus'"), done.stderr
     assert done.stdout == "", done.stdout  # no "virtual Jetson ... live", no "started 3 nodes"
+
+
+def test_a_bad_governor_mode_in_the_parameter_file_is_refused_before_anything_starts(ros_env, tmp_path):
+    """Before, the virtual Jetson and three nodes started, then the governor exited 2."""
+    shipped = (REPO / "config" / "virtual_agx_orin.yaml").read_text()
+    params = tmp_path / "params.yaml"
+    params.write_text(shipped.replace("mode: active", "mode: bogus").replace("/tmp/edge_roofline", str(tmp_path)))
+    done = run_cli("up", "--config", str(params), "--duration", "5", env=ros_env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == (f"edge-roofline up: error: parameter file {params}: governor: mode must be one of "
+                                   "off, advise, active, got 'bogus'"), done.stderr
+    assert done.stdout == "", done.stdout
 
 
 def test_a_second_bridge_on_a_taken_port_is_one_line(ros_env):
