@@ -60,8 +60,8 @@ def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
     if getattr(platform, "board", None) is None:
         given = f"platform {p['platform']!r} gives no virtual Jetson" if p["platform"] else "no platform is set"
         raise ValueError(f"backend virtual times the model on a live virtual Jetson, and {given}: set -p "
-                         "platform:=virtual:DEVICE -p sysfs_root:=DIR (the root of `edge-roofline virtual-jetson "
-                         "--device DEVICE --root DIR`), or use backend ort")
+                         "platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR (the root of `edge-roofline "
+                         "virtual-jetson --device agx_orin_64gb --root DIR`), or use backend ort")
     return platform
 
 

@@ -102,7 +102,7 @@ def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, pl
     params = GENERATION_DEFAULTS if make_config is generation_config else DEFAULTS
     given = "no platform is set" if not platform_param else "platform 'virtual:agx_orin_64gb' gives no virtual Jetson"
     with pytest.raises(ValueError, match=f"backend virtual times the model on a live virtual Jetson, and {given}: "
-                                         r"set -p platform:=virtual:DEVICE -p sysfs_root:=DIR"):
+                                         r"set -p platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR"):
         make_config(params | {"backend": "virtual", "platform": platform_param}, platform)
 
 
