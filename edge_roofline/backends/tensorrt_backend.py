@@ -80,9 +80,12 @@ class TensorRTBackend(InferenceBackend):
             raise ValueError("precision must be fp32, fp16 or int8")
         if precision == "int8" and calibration_cache is None:
             raise ValueError("int8 needs calibration_cache (a TensorRT calibration cache file)")
+        if precision == "int8" and not Path(calibration_cache).is_file():
+            raise ValueError(f"calibration cache '{calibration_cache}' does not exist")
         self.trt, self.cuda = _import_runtime()
         self.precision, self.dla_core = precision, dla_core
-        self.calibration_cache = Path(calibration_cache) if calibration_cache else None
+        # Only an int8 build reads the cache: at fp32 / fp16 it is no build flag (nor part of the cache key).
+        self.calibration_cache = Path(calibration_cache) if precision == "int8" else None
         self.cache_dir = Path(cache_dir_path) if cache_dir_path else default_engine_cache_dir()
         self.workspace_bytes, self.check_finite = workspace_bytes, check_finite
         self.clock = clock or Clock()
@@ -176,7 +179,7 @@ class TensorRTBackend(InferenceBackend):
         where = f"'{path}'"
         if _sidecar(path).exists():  # engines this backend built say what built them
             check_engine_metadata(json.loads(_sidecar(path).read_text()), self.trt.__version__,
-                                  self.cuda.Device(0).compute_capability(), where)
+                                  self.cuda.Device(0).compute_capability(), where, self.precision)
         self.logger.messages.clear()
         engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(path.read_bytes())
         if engine is None:
@@ -324,9 +327,6 @@ def _profiler(trt, sink: LayerTimeAccumulator):
 
 def _cache_calibrator(trt, path: Path):
     """A calibrator that only replays an existing calibration cache (no calibration data)."""
-    if not path.exists():
-        raise ModelLoadError(f"calibration cache '{path}' does not exist")
-
     class _CacheCalibrator(trt.IInt8EntropyCalibrator2):
         def __init__(self) -> None:
             trt.IInt8EntropyCalibrator2.__init__(self)

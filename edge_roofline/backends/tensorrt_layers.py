@@ -61,9 +61,10 @@ def engine_metadata(trt_version: str, device: str, compute_capability: tuple[int
 
 
 def check_engine_metadata(meta: Mapping[str, Any], trt_version: str,
-                          compute_capability: tuple[int, int], where: str) -> None:
+                          compute_capability: tuple[int, int], where: str, precision: str | None = None) -> None:
     """Raise EngineVersionError when the sidecar says the engine was built by another
-    TensorRT version or for another GPU architecture."""
+    TensorRT version or for another GPU architecture, ModelLoadError when at another
+    ``precision`` than the one asked for (an engine's precision is fixed when it is built)."""
     built = str(meta.get("tensorrt_version", ""))
     if built and built != trt_version:
         raise EngineVersionError(f"engine {where} was built with TensorRT {built}, this is "
@@ -74,6 +75,11 @@ def check_engine_metadata(meta: Mapping[str, Any], trt_version: str,
             f"engine {where} was built for compute capability {'.'.join(map(str, built_sm))} "
             f"({meta.get('device', '?')}), this GPU has "
             f"{'.'.join(map(str, compute_capability))}: {REBUILD_HINT}")
+    built_precision = (meta.get("flags") or {}).get("precision")
+    if precision and built_precision and built_precision != precision:
+        raise ModelLoadError(f"engine {where} was built at {built_precision} (its sidecar says), not at precision "
+                             f"{precision}: set precision to {built_precision}, or load the ONNX model to build it at "
+                             f"{precision}")
 
 
 def deserialize_failure(messages: Iterable[str], trt_version: str, where: str) -> ModelLoadError:

@@ -10,6 +10,7 @@ from edge_roofline.inference.ceilings import device_ceilings, host_cpu_ceilings
 from edge_roofline.inference.generation_requests import GenerationConfig
 from edge_roofline.inference.pipeline import InferenceConfig
 from edge_roofline.inference.preprocess import PreprocessConfig
+from edge_roofline.inference.serving import is_tensorrt
 from edge_roofline.platforms.base import Platform
 from edge_roofline.roofline.ceilings import Ceilings
 
@@ -18,7 +19,7 @@ PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # p
 
 def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
     """The validated InferenceConfig; preprocessing from the parameters when width and height
-    are set (else from the model's input), and the platform for the virtual backend."""
+    are set (else from the model's input), and what the backend is made with."""
     pre = None
     if p["width"] or p["height"]:
         pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
@@ -32,16 +33,24 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
         if ignored:
             raise ValueError(f"parameter(s) {', '.join(ignored)} are used only with the input size: set -p width:=W "
                              f"-p height:=H too (the model's input size), or leave them at their defaults")
-    # The virtual board times the model at the precision in force, as the generation node's does.
-    options = ({"platform": _virtual_board(p, platform), "precision": p["precision"]} if p["backend"] == "virtual"
-               else {})
     config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
                              input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
                              profile_every_frames=p["profile_every_frames"],
                              profile_every_s=p["profile_every_s"],
-                             profile_budget_fraction=p["profile_budget_fraction"], backend_options=options)
+                             profile_budget_fraction=p["profile_budget_fraction"],
+                             backend_options=_backend_options(p, platform))
     config.validate()
     return config
+
+
+def _backend_options(p: Mapping, platform: Platform | None) -> dict:
+    """The precision in force goes to every backend that runs at one: the virtual board times at it,
+    TensorRT builds at it (int8 from the calibration cache). ONNX Runtime runs the model's own types."""
+    if p["backend"] == "virtual":
+        return {"platform": _virtual_board(p, platform), "precision": p["precision"]}
+    if is_tensorrt(p["backend"]):
+        return {"precision": p["precision"], "calibration_cache": p["calibration_cache"] or None}
+    return {}
 
 
 def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
@@ -51,8 +60,8 @@ def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
     if getattr(platform, "board", None) is None:
         given = f"platform {p['platform']!r} gives no virtual Jetson" if p["platform"] else "no platform is set"
         raise ValueError(f"backend virtual times the model on a live virtual Jetson, and {given}: set -p "
-                         "platform:=virtual:DEVICE -p sysfs_root:=DIR (the root of `edge-roofline virtual-jetson "
-                         "--device DEVICE --root DIR`), or use backend ort")
+                         "platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR (the root of `edge-roofline "
+                         "virtual-jetson --device agx_orin_64gb --root DIR`), or use backend ort")
     return platform
 
 
@@ -70,8 +79,7 @@ def report_ceilings(p: Mapping, platform: Platform | None) -> Callable[[], Ceili
 
 def generation_config(p: Mapping, platform: Platform | None) -> GenerationConfig:
     """The generation node's validated GenerationConfig (the platform for the virtual backend)."""
-    options = ({"platform": _virtual_board(p, platform), "precision": p["precision"]} if p["backend"] == "virtual"
-               else {"intra_op_threads": p["ort_threads"]})
+    options = _backend_options(p, platform) if p["backend"] == "virtual" else {"intra_op_threads": p["ort_threads"]}
     config = GenerationConfig(
         model=p["model"], backend=p["backend"], precision=p["precision"], tokenizer=p["tokenizer"],
         max_new_tokens=p["max_new_tokens"], max_new_tokens_limit=p["max_new_tokens_limit"],

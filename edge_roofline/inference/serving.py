@@ -9,11 +9,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edge_roofline.backends import BACKENDS
 from edge_roofline.backends.base import BackendError, InferenceBackend
 from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
 from edge_roofline.models.source import load_model_source
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.costs import ModelCost, analyze_model
+
+
+def is_tensorrt(backend: str) -> bool:
+    """'tensorrt' or its alias 'trt' (create_backend's names)."""
+    return BACKENDS.get(backend) == BACKENDS["tensorrt"]
+
 
 @dataclass(frozen=True)
 class InferenceConfig:
@@ -44,10 +51,17 @@ class InferenceConfig:
             problems.append(f"profile_runs must be >= 1, got {self.profile_runs}")
         if self.precision not in ("fp32", "fp16", "int8", "mixed"):
             problems.append(f"precision must be fp32, fp16, int8 or mixed, got {self.precision!r}")
-        elif self.backend == "virtual" and self.precision == "mixed":
-            # mixed keeps every tensor's own type: the board has no one rate to time that at.
-            problems.append("backend virtual times the whole model at one precision, not mixed: set precision to "
-                            "fp32, fp16 or int8")
+        elif self.precision == "mixed" and (self.backend == "virtual" or is_tensorrt(self.backend)):
+            # mixed keeps every tensor's own type: the board has no one rate to time that at, and TensorRT
+            # builds from builder flags (fp16 / int8 layer selection), not from the model's own types.
+            how = ("times the whole model at one precision" if self.backend == "virtual"
+                   else "builds at fp32, fp16 or int8 (its builder flags)")
+            problems.append(f"backend {self.backend} {how}, not mixed: set precision to fp32, fp16 or int8")
+        elif (self.precision == "int8" and is_tensorrt(self.backend)
+              and not self.backend_options.get("calibration_cache")):
+            # The backend replays a cache, it does not calibrate: without one there is no int8 build.
+            problems.append(f"backend {self.backend} builds int8 from a calibration cache and none is set: set -p "
+                            "calibration_cache:=FILE (a TensorRT calibration cache of this model), or precision fp16")
         if self.preprocess is not None:
             try:
                 self.preprocess.validate()

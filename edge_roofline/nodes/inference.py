@@ -29,8 +29,11 @@ from edge_roofline.viz.chart_image import roofline_png
 PARAMETERS = {
     "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
     "backend": ("ort", "ort | tensorrt | virtual (times from the live virtual Jetson: needs platform virtual:DEVICE)"),
-    "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing (not mixed) and "
-                          "TensorRT build)"),
+    "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing and TensorRT's build, "
+                          "neither mixed; a prebuilt engine keeps its own: refused if its sidecar says another, else "
+                          "the cost model only)"),
+    "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt at precision int8 needs one; "
+                              "replayed, not recomputed)"),
     "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
     "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
     "platform": ("", "platform to read current clocks from (as power_monitor's; virtual:DEVICE for the virtual "
@@ -61,7 +64,7 @@ PARAMETERS = {
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
     "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
 }
-SWITCHABLE = {"model", "backend", "precision"}
+SWITCHABLE = {"model", "backend", "precision", "calibration_cache"}
 
 
 class InferenceNode(Node):

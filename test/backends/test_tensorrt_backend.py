@@ -15,9 +15,15 @@ import pytest
 import fake_tensorrt_runtime as fake
 from edge_roofline.backends import create_backend
 from edge_roofline.backends.base import EngineVersionError, ModelLoadError, TensorNameError
+from edge_roofline.inference.config import inference_config
 from edge_roofline.inference.profile_join import join_profile
+from edge_roofline.inference.serving import LoadedModel
+from edge_roofline.nodes.inference import PARAMETERS as NODE_PARAMETERS
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
+
+
+NODE_DEFAULTS = {name: default for name, (default, _) in NODE_PARAMETERS.items()}
 
 
 @pytest.fixture
@@ -129,6 +135,37 @@ def test_a_prebuilt_engine_maps_layers_when_given_its_onnx(runtime, tmp_path, ti
 def test_int8_needs_a_calibration_cache(runtime, tmp_path):
     with pytest.raises(ValueError, match="calibration_cache"):
         _backend(tmp_path, precision="int8")
+    # Was a FileNotFoundError from hashing it for the cache key, before the calibrator's own check.
+    with pytest.raises(ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
+        _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache")
+
+
+@pytest.mark.parametrize("precision, flags", [("fp32", set()), ("fp16", {"fp16"}), ("int8", {"fp16", "int8"})])
+def test_the_inference_nodes_precision_is_the_one_built(runtime, tmp_path, monkeypatch, precision, flags):
+    """Before, the node gave the backend no precision: every build was fp16, whatever the parameter read."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the node's engine cache
+    cache = tmp_path / "tiny_cnn.cache"
+    cache.write_bytes(b"TRT-calibration")
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": precision, "calibration_cache": str(cache)}
+    loaded = LoadedModel(inference_config(p, None), create_backend)
+    try:
+        assert loaded.backend.built and loaded.backend.precision == precision
+        assert runtime.last_config["flags"] == flags
+        assert (runtime.last_config.get("int8_calibrator") is not None) == (precision == "int8")
+    finally:
+        loaded.close()
+
+
+def test_a_prebuilt_engine_at_another_precision_than_its_sidecar_says_is_refused(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path, precision="fp16") as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    with _backend(tmp_path, precision="fp32") as other:
+        with pytest.raises(ModelLoadError, match=r"was built at fp16 \(its sidecar says\), not at precision fp32"):
+            other.load(engine)
+    with _backend(tmp_path, precision="fp16") as same:
+        same.load(engine)
+        assert {layer.precision for layer in same.describe_layers()} == {"fp16"}
 
 
 def test_the_gpu_smoke_script_passes_on_the_stand_in(runtime, tmp_path, monkeypatch, capsys):

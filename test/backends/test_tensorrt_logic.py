@@ -91,13 +91,19 @@ def test_deserialize_failures_tell_version_mismatch_from_corruption():
     assert type(corrupt) is ModelLoadError and "Magic tag" in str(corrupt)
 
 
-def test_sidecar_checks_version_and_architecture():
+def test_sidecar_checks_version_architecture_and_precision():
     meta = engine_metadata("10.3.0", "Orin", (8, 7), {"precision": "fp16"}, b"onnx")
     check_engine_metadata(meta, "10.3.0", (8, 7), "'e'")  # same build: fine
     with pytest.raises(EngineVersionError, match="built with TensorRT 10.3.0, this is TensorRT 8.6.1"):
         check_engine_metadata(meta, "8.6.1", (8, 7), "'e'")
     with pytest.raises(EngineVersionError, match="compute capability 8.7 \\(Orin\\).*7.2"):
         check_engine_metadata(meta, "10.3.0", (7, 2), "'e'")
+    check_engine_metadata(meta, "10.3.0", (8, 7), "'e'", "fp16")  # built at the precision asked for
+    # An engine's precision is fixed at build time: one asked at another would be claimed, not run.
+    with pytest.raises(ModelLoadError, match=r"^engine 'e' was built at fp16 \(its sidecar says\), not at "
+                                             "precision int8: set precision to fp16, or load the ONNX model to "
+                                             "build it at int8$"):
+        check_engine_metadata(meta, "10.3.0", (8, 7), "'e'", "int8")
 
 
 def test_myelin_foreign_node_ranges_take_the_unclaimed_nodes_between():

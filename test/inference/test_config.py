@@ -9,7 +9,8 @@ from edge_roofline.backends import create_backend
 from edge_roofline.inference.config import generation_config, inference_config, report_ceilings
 from edge_roofline.inference.serving import LoadedModel
 from edge_roofline.nodes.generation import PARAMETERS as GENERATION_PARAMETERS
-from edge_roofline.nodes.inference import PARAMETERS
+from edge_roofline.nodes.inference import PARAMETERS, SWITCHABLE
+from edge_roofline.nodes.serving import ModelSwitch
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.virtual.board import VirtualBoard
 
@@ -51,6 +52,49 @@ def test_the_virtual_backend_refuses_mixed_rather_than_timing_another_precision(
         inference_config(DEFAULTS | {"backend": "virtual", "precision": "mixed"}, platform)
 
 
+@pytest.mark.parametrize("backend", ["tensorrt", "trt"])
+def test_tensorrt_builds_at_the_precision_in_force_with_the_calibration_cache(backend):
+    """Before, it got no options: every build at its default fp16, whatever the parameter read."""
+    assert inference_config(DEFAULTS | {"backend": backend}, None).backend_options == {
+        "precision": "fp32", "calibration_cache": None}
+    p = DEFAULTS | {"backend": backend, "precision": "int8", "calibration_cache": "/models/yolo.cache"}
+    assert inference_config(p, None).backend_options == {"precision": "int8", "calibration_cache": "/models/yolo.cache"}
+
+
+def test_tensorrt_at_int8_without_a_calibration_cache_is_refused_naming_the_parameter():
+    with pytest.raises(ValueError, match="^invalid inference parameters: backend tensorrt builds int8 from a "
+                                         "calibration cache and none is set: set -p calibration_cache:=FILE "
+                                         r"\(a TensorRT calibration cache of this model\), or precision fp16$"):
+        inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "int8"}, None)
+
+
+def test_tensorrt_refuses_mixed_rather_than_building_another_precision():
+    with pytest.raises(ValueError, match=r"^invalid inference parameters: backend tensorrt builds at fp32, fp16 or "
+                                         r"int8 \(its builder flags\), not mixed: set precision to fp32, fp16 or "
+                                         "int8$"):
+        inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "mixed"}, None)
+
+
+def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration_cache():
+    """The cache is switchable with the precision (one set_parameters_atomically), not start-only."""
+    node = SimpleNamespace(get_parameter=lambda name: SimpleNamespace(value=(DEFAULTS | {"backend": "tensorrt"})[name]),
+                           get_logger=lambda: SimpleNamespace(error=lambda message: None),
+                           add_on_set_parameters_callback=lambda callback: None,
+                           add_post_set_parameters_callback=lambda callback: None)
+    serving = SimpleNamespace(roofs_note=lambda p, loaded: "")
+    switch = ModelSwitch(node, PARAMETERS, SWITCHABLE, lambda p: SimpleNamespace(config=inference_config(p, None)),
+                         lambda loaded, wait_s: True, "frame", serving)
+    refused = switch.on_parameters([SimpleNamespace(name="precision", value="int8")])
+    assert not refused.successful and "\n" not in refused.reason
+    assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: backend "
+                                     "tensorrt builds int8 from a calibration cache and none is set: set -p "
+                                     "calibration_cache:=FILE")
+    switched = switch.on_parameters([SimpleNamespace(name="precision", value="int8"),
+                                     SimpleNamespace(name="calibration_cache", value="/models/tiny.cache")])
+    assert switched.successful
+    assert switch._prepared.config.backend_options == {"precision": "int8", "calibration_cache": "/models/tiny.cache"}
+
+
 @pytest.mark.parametrize("make_config", [inference_config, generation_config])
 @pytest.mark.parametrize("platform_param, platform", [("", None), ("virtual:agx_orin_64gb", SimpleNamespace())])
 def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, platform_param, platform):
@@ -58,7 +102,7 @@ def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, pl
     params = GENERATION_DEFAULTS if make_config is generation_config else DEFAULTS
     given = "no platform is set" if not platform_param else "platform 'virtual:agx_orin_64gb' gives no virtual Jetson"
     with pytest.raises(ValueError, match=f"backend virtual times the model on a live virtual Jetson, and {given}: "
-                                         r"set -p platform:=virtual:DEVICE -p sysfs_root:=DIR"):
+                                         r"set -p platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR"):
         make_config(params | {"backend": "virtual", "platform": platform_param}, platform)
 
 

@@ -21,7 +21,12 @@ CASES = [
                                                    "width:=W -p height:=H too"),  # was dropped in silence
     # Timed on a private virtual board no power monitor reads and no governor moves, in silence.
     ("inference", {"backend": "virtual"}, "backend virtual times the model on a live virtual Jetson, and no "
-                                          "platform is set: set -p platform:=virtual:DEVICE -p sysfs_root:=DIR"),
+                                          "platform is set: set -p platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR"),
+    # Both built at fp16 in silence: the node gave TensorRT no precision (checked before TensorRT is imported).
+    ("inference", {"precision": "int8", "backend": "tensorrt"}, "backend tensorrt builds int8 from a calibration "
+                                                               "cache and none is set: set -p calibration_cache:=FILE"),
+    ("inference", {"precision": "mixed", "backend": "tensorrt"}, "backend tensorrt builds at fp32, fp16 or int8 (its "
+                                                                "builder flags), not mixed"),
     ("governor", {"target_latency_ms": "abc"}, "parameter target_latency_ms is 'abc'"),
     ("governor", {"step_rate_hz": 0.0}, "parameter step_rate_hz must be a rate > 0 Hz, got 0.0"),
     ("governor", {"hysteresis": float("nan")}, "hysteresis must be a finite number >= 0, got nan"),  # started
