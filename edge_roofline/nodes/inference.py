@@ -28,6 +28,8 @@ from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
     "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
+    "onnx_model": ("", "with a TensorRT engine as model (backend tensorrt): the ONNX file (or zoo:NAME) it was built "
+                       "from, for the cost model and the layer mapping (switchable; not read with an ONNX model)"),
     "backend": ("ort", "ort | tensorrt | virtual (times from the live virtual Jetson: needs platform virtual:DEVICE)"),
     "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing and TensorRT's build, "
                           "neither mixed; a prebuilt engine keeps its own: refused if its sidecar says another, else "
@@ -64,7 +66,7 @@ PARAMETERS = {
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
     "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
 }
-SWITCHABLE = {"model", "backend", "precision", "calibration_cache"}
+SWITCHABLE = {"model", "onnx_model", "backend", "precision", "calibration_cache"}
 
 
 class InferenceNode(Node):

@@ -132,6 +132,27 @@ def test_a_prebuilt_engine_maps_layers_when_given_its_onnx(runtime, tmp_path, ti
         assert len(mapped.profile(mapped.dummy_feeds()).node_to_layer()) == len(tiny_cnn.graph.node)
 
 
+def test_the_inference_node_serves_a_prebuilt_engine_with_the_onnx_it_was_built_from(runtime, tmp_path, tiny_cnn):
+    """Before, LoadedModel ran the cost model on the engine file: 'not a readable ONNX model'."""
+    with _backend(tmp_path, precision="fp16") as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    onnx_path = tmp_path / "tiny_cnn.onnx"
+    onnx_path.write_bytes(tiny_cnn.SerializeToString())
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "fp16", "model": str(engine), "onnx_model": str(onnx_path)}
+    loaded = LoadedModel(inference_config(p, None), create_backend)
+    try:
+        assert not loaded.backend.built and runtime.builds == 1  # the engine served, nothing built
+        nodes = [n.name for n in tiny_cnn.graph.node]
+        assert [layer.name for layer in loaded.cost.layers] == nodes  # the cost model of its ONNX graph
+        profile = loaded.backend.profile(loaded.backend.dummy_feeds())
+        assert set(profile.node_to_layer()) == set(nodes)  # every node mapped to the engine's layers
+        analysis = join_profile(loaded.cost, profile, spec_ceilings("agx_orin_64gb", "fp16"))
+        assert all(layer.measured_time_s is not None for layer in analysis.layers)
+    finally:
+        loaded.close()
+
+
 def test_int8_needs_a_calibration_cache(runtime, tmp_path):
     with pytest.raises(ValueError, match="calibration_cache"):
         _backend(tmp_path, precision="int8")
