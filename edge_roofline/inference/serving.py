@@ -65,9 +65,10 @@ class InferenceConfig:
             how = ("times the whole model at one precision" if self.backend == "virtual"
                    else "builds at fp32, fp16 or int8 (its builder flags)")
             problems.append(f"backend {self.backend} {how}, not mixed: set precision to fp32, fp16 or int8")
-        elif (self.precision == "int8" and is_tensorrt(self.backend)
+        elif (self.precision == "int8" and is_tensorrt(self.backend) and not is_engine(self.model)
               and not self.backend_options.get("calibration_cache")):
-            # The backend replays a cache, it does not calibrate: without one there is no int8 build.
+            # The backend replays a cache, it does not calibrate: without one there is no int8 build (an engine
+            # is built already).
             problems.append(f"backend {self.backend} builds int8 from a calibration cache and none is set: set -p "
                             "calibration_cache:=FILE (a TensorRT calibration cache of this model), or precision fp16")
         if self.preprocess is not None:

@@ -34,8 +34,8 @@ PARAMETERS = {
     "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing and TensorRT's build, "
                           "neither mixed; a prebuilt engine keeps its own: refused if its sidecar says another, else "
                           "the cost model only)"),
-    "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt at precision int8 needs one; "
-                              "replayed, not recomputed)"),
+    "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt building int8 from ONNX "
+                              "needs one; replayed, not recomputed; a prebuilt engine needs none)"),
     "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
     "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
     "platform": ("", "platform to read current clocks from (as power_monitor's; virtual:DEVICE for the virtual "

@@ -153,12 +153,31 @@ def test_the_inference_node_serves_a_prebuilt_engine_with_the_onnx_it_was_built_
         loaded.close()
 
 
-def test_int8_needs_a_calibration_cache(runtime, tmp_path):
-    with pytest.raises(ValueError, match="calibration_cache"):
-        _backend(tmp_path, precision="int8")
+def test_an_int8_build_needs_a_calibration_cache(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path, precision="int8") as backend, pytest.raises(
+            ValueError, match=r"^an int8 build needs calibration_cache \(a TensorRT calibration cache file\)$"):
+        backend.load(tiny_cnn)
     # Was a FileNotFoundError from hashing it for the cache key, before the calibrator's own check.
-    with pytest.raises(ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
-        _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache")
+    with _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache") as backend, pytest.raises(
+            ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
+        backend.load(tiny_cnn)
+    assert runtime.builds == 0
+
+
+def test_a_prebuilt_int8_engine_loads_without_a_calibration_cache(runtime, tmp_path, tiny_cnn, monkeypatch):
+    """The cache is read only to build. Before, the backend's constructor and the node asked for one anyway."""
+    cache = tmp_path / "tiny_cnn.cache"
+    cache.write_bytes(b"TRT-calibration")
+    with _backend(tmp_path, precision="int8", calibration_cache=cache) as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    with _backend(tmp_path, precision="int8") as prebuilt:
+        prebuilt.load(engine)
+        assert not prebuilt.built and {layer.precision for layer in prebuilt.describe_layers()} == {"int8"}
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "int8", "model": str(engine), "onnx_model": "zoo:tiny_cnn"}
+    LoadedModel(inference_config(p, None), create_backend).close()
+    assert runtime.builds == 1
 
 
 @pytest.mark.parametrize("precision, flags", [("fp32", set()), ("fp16", {"fp16"}), ("int8", {"fp16", "int8"})])
