@@ -80,6 +80,7 @@ class TensorRTBackend(InferenceBackend):
             raise ValueError("precision must be fp32, fp16 or int8")
         self.trt, self.cuda = _import_runtime()
         self.precision, self.dla_core = precision, dla_core
+        self.engine_dla_core = dla_core  # the loaded engine's DLA core (None: the GPU)
         # Only an int8 build reads the cache (checked there: a prebuilt int8 engine needs none); at fp32 / fp16
         # it is no build flag (nor part of the cache key).
         self.calibration_cache = Path(calibration_cache) if precision == "int8" and calibration_cache else None
@@ -184,9 +185,12 @@ class TensorRTBackend(InferenceBackend):
 
     def _deserialize(self, path: Path) -> None:
         where = f"'{path}'"
-        if _sidecar(path).exists():  # engines this backend built say what built them
-            check_engine_metadata(json.loads(_sidecar(path).read_text()), self.trt.__version__,
-                                  self.cuda.Device(0).compute_capability(), where, self.precision)
+        meta = json.loads(_sidecar(path).read_text()) if _sidecar(path).exists() else None
+        if meta is not None:  # engines this backend built say what built them
+            check_engine_metadata(meta, self.trt.__version__, self.cuda.Device(0).compute_capability(), where,
+                                  self.precision)
+        # Where an engine runs was fixed when it was built: a prebuilt one's sidecar says (without one, as asked).
+        self.engine_dla_core = (meta.get("flags") or {}).get("dla_core") if meta is not None else self.dla_core
         self.logger.messages.clear()
         engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(path.read_bytes())
         if engine is None:
@@ -236,7 +240,7 @@ class TensorRTBackend(InferenceBackend):
         return parse_layer_information(info, self.onnx_nodes, self.precision)
 
     def execution_target(self) -> tuple[str | None, str]:
-        return None, "gpu" if self.dla_core is None else "dla"
+        return None, "gpu" if self.engine_dla_core is None else "dla"
 
     # ---- execution --------------------------------------------------------------------
     def _execute(self, feeds: Mapping[str, np.ndarray], synchronous: bool = False) -> float:

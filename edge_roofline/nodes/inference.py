@@ -37,7 +37,8 @@ PARAMETERS = {
     "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt building int8 from ONNX "
                               "needs one; replayed, not recomputed; a prebuilt engine needs none)"),
     "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
-    "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
+    "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU; it moves "
+                      "nothing: backend tensorrt builds for the GPU, a prebuilt engine runs where it was built)"),
     "platform": ("", "platform to read current clocks from (as power_monitor's; virtual:DEVICE for the virtual "
                      "backend), empty: none"),
     "sysfs_root": ("/", "sysfs root for the platform (a live virtual Jetson's root)"),

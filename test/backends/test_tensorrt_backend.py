@@ -15,10 +15,12 @@ import pytest
 import fake_tensorrt_runtime as fake
 from edge_roofline.backends import create_backend
 from edge_roofline.backends.base import EngineVersionError, ModelLoadError, TensorNameError
+from edge_roofline.inference.ceilings import roofs_mismatch
 from edge_roofline.inference.config import inference_config
 from edge_roofline.inference.profile_join import join_profile
 from edge_roofline.inference.serving import LoadedModel
 from edge_roofline.nodes.inference import PARAMETERS as NODE_PARAMETERS
+from edge_roofline.platforms.base import DeviceIdentity
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
 
@@ -151,6 +153,33 @@ def test_the_inference_node_serves_a_prebuilt_engine_with_the_onnx_it_was_built_
         assert all(layer.measured_time_s is not None for layer in analysis.layers)
     finally:
         loaded.close()
+
+
+def test_the_roofs_are_checked_against_where_tensorrt_runs(runtime, tmp_path, tiny_cnn, monkeypatch):
+    """The node passes TensorRT no DLA core: an ONNX model is built for the GPU, so `engine: dla` draws
+    DLA roofs under GPU times and says so in one line. A prebuilt engine runs where it was built: one
+    built for a DLA core (its sidecar says) was reported as running on the GPU, so `engine: dla` was
+    told to switch to the GPU's roofs and `engine: gpu` drew them under DLA times in silence."""
+    orin = DeviceIdentity("jetson", "Jetson AGX Orin 64GB", "agx_orin_64gb")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "fp16", "device": "agx_orin_64gb", "engine": "dla"}
+    loaded = LoadedModel(inference_config(p, None), create_backend)
+    try:
+        assert runtime.last_config.get("DLA_core") is None  # built for the GPU
+        assert roofs_mismatch("agx_orin_64gb", "dla", loaded.backend.execution_target(), orin) == (
+            "the roofs (agx_orin_64gb's DLA) do not match where the model runs (agx_orin_64gb's GPU): efficiency "
+            "and bounds compare one's times with the other's roofs; set -p engine:=gpu")
+    finally:
+        loaded.close()
+    with _backend(tmp_path, dla_core=0) as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    assert runtime.last_config["DLA_core"] == 0
+    with _backend(tmp_path) as prebuilt:  # as the node makes it: no DLA core
+        prebuilt.load(engine)
+        assert prebuilt.execution_target() == (None, "dla")
+        assert roofs_mismatch("agx_orin_64gb", "dla", prebuilt.execution_target(), orin) == ""
+        assert "set -p engine:=dla" in roofs_mismatch("agx_orin_64gb", "gpu", prebuilt.execution_target(), orin)
 
 
 def test_an_int8_build_needs_a_calibration_cache(runtime, tmp_path, tiny_cnn):
