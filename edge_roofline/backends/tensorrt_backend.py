@@ -78,14 +78,12 @@ class TensorRTBackend(InferenceBackend):
         ModelProto), so its layers can be mapped to ONNX nodes."""
         if precision not in ("fp32", "fp16", "int8"):
             raise ValueError("precision must be fp32, fp16 or int8")
-        if precision == "int8" and calibration_cache is None:
-            raise ValueError("int8 needs calibration_cache (a TensorRT calibration cache file)")
-        if precision == "int8" and not Path(calibration_cache).is_file():
-            raise ValueError(f"calibration cache '{calibration_cache}' does not exist")
         self.trt, self.cuda = _import_runtime()
         self.precision, self.dla_core = precision, dla_core
-        # Only an int8 build reads the cache: at fp32 / fp16 it is no build flag (nor part of the cache key).
-        self.calibration_cache = Path(calibration_cache) if precision == "int8" else None
+        self.engine_dla_core = dla_core  # the loaded engine's DLA core (None: the GPU)
+        # Only an int8 build reads the cache (checked there: a prebuilt int8 engine needs none); at fp32 / fp16
+        # it is no build flag (nor part of the cache key).
+        self.calibration_cache = Path(calibration_cache) if precision == "int8" and calibration_cache else None
         self.cache_dir = Path(cache_dir_path) if cache_dir_path else default_engine_cache_dir()
         self.workspace_bytes, self.check_finite = workspace_bytes, check_finite
         self.clock = clock or Clock()
@@ -130,6 +128,7 @@ class TensorRTBackend(InferenceBackend):
                                if self.mapping_onnx is not None else [])
             self.engine_path, self.built = path, False
         else:
+            self._check_calibration_cache()
             proto = _read_onnx(model)
             data = proto.SerializeToString()
             self.onnx_nodes = [n.name for n in proto.graph.node]
@@ -147,6 +146,15 @@ class TensorRTBackend(InferenceBackend):
                 tmp.replace(self.engine_path)  # atomic: a crash never leaves half an engine
         self._deserialize(self.engine_path)
         self._allocate()
+
+    def _check_calibration_cache(self) -> None:
+        """An int8 build replays a calibration cache (before it is hashed for the engine cache key)."""
+        if self.precision != "int8":
+            return
+        if self.calibration_cache is None:
+            raise ValueError("an int8 build needs calibration_cache (a TensorRT calibration cache file)")
+        if not self.calibration_cache.is_file():
+            raise ValueError(f"calibration cache '{self.calibration_cache}' does not exist")
 
     def _build(self, onnx_bytes: bytes) -> bytes:
         trt = self.trt
@@ -177,9 +185,12 @@ class TensorRTBackend(InferenceBackend):
 
     def _deserialize(self, path: Path) -> None:
         where = f"'{path}'"
-        if _sidecar(path).exists():  # engines this backend built say what built them
-            check_engine_metadata(json.loads(_sidecar(path).read_text()), self.trt.__version__,
-                                  self.cuda.Device(0).compute_capability(), where, self.precision)
+        meta = json.loads(_sidecar(path).read_text()) if _sidecar(path).exists() else None
+        if meta is not None:  # engines this backend built say what built them
+            check_engine_metadata(meta, self.trt.__version__, self.cuda.Device(0).compute_capability(), where,
+                                  self.precision)
+        # Where an engine runs was fixed when it was built: a prebuilt one's sidecar says (without one, as asked).
+        self.engine_dla_core = (meta.get("flags") or {}).get("dla_core") if meta is not None else self.dla_core
         self.logger.messages.clear()
         engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(path.read_bytes())
         if engine is None:
@@ -229,7 +240,7 @@ class TensorRTBackend(InferenceBackend):
         return parse_layer_information(info, self.onnx_nodes, self.precision)
 
     def execution_target(self) -> tuple[str | None, str]:
-        return None, "gpu" if self.dla_core is None else "dla"
+        return None, "gpu" if self.engine_dla_core is None else "dla"
 
     # ---- execution --------------------------------------------------------------------
     def _execute(self, feeds: Mapping[str, np.ndarray], synchronous: bool = False) -> float:

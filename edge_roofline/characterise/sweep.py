@@ -315,15 +315,18 @@ def virtual_rig(device: str, precision: str, *, mode: str | int | None = None, s
                BoardClock(board), threaded_sampling=False, simulated=True, device_key=spec.key)
 
 
-def device_rig(spec: str, backend_kind: str, precision: str, *, sysfs_root: str = "/") -> Rig:
+def device_rig(spec: str, backend_kind: str, precision: str, *, sysfs_root: str = "/",
+               calibration_cache: str | None = None) -> Rig:
     """A real device on wall time: ``jetson`` or ``nvml`` through ``runtime.create_platform``
-    and the ``tensorrt`` or ``ort`` backend; power sampled on a background thread."""
+    and the ``tensorrt`` (int8 from ``calibration_cache``) or ``ort`` backend; power sampled on a
+    background thread."""
     from edge_roofline.backends import create_backend
     from edge_roofline.platforms import create_platform
 
     platform = create_platform(spec, sysfs_root=sysfs_root)
     try:
-        options = {} if backend_kind in ("ort", "onnxruntime") else {"precision": precision}
+        options = ({} if backend_kind in ("ort", "onnxruntime") else
+                   {"precision": precision, "calibration_cache": calibration_cache})
         backend = create_backend(backend_kind, **options)
     except BaseException:
         platform.close()

@@ -1,6 +1,7 @@
 """Argument types for values a command cannot use (a negative count, a NaN or infinite time, a
-file it could not write): argparse's one-line usage error names the option, instead of a
-traceback, a silent exit 0, a run that never ends or results lost further on."""
+file it could not write or read): argparse's one-line usage error names the option, instead of a
+traceback, a silent exit 0, a run that never ends or results lost further on; and the options
+commands share (TensorRT's calibration cache)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,29 @@ def file_to_write(*, formats: tuple[str, ...] = (), what: str = "files", example
 
 output_file = file_to_write()  # --json, --record
 chart_file = file_to_write(formats=(".png", ".svg"), what="charts", example="chart.png", folder_made=True)
+
+
+def existing_file(text: str) -> str:
+    """A file the command reads, checked before the run instead of failing inside it."""
+    if not Path(text).expanduser().is_file():
+        raise argparse.ArgumentTypeError(f"{text} is not a file")
+    return text
+
+
+def add_calibration_cache(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--calibration-cache", metavar="FILE", type=existing_file, default=None,
+                        help="TensorRT int8 calibration cache of the model (--backend tensorrt --precision int8 "
+                             "needs one: replayed, not recomputed)")
+
+
+def calibration_options(backend: str, precision: str, calibration_cache: str | None) -> dict:
+    """The backend's ``calibration_cache`` option: an int8 TensorRT build replays one (the backend does
+    not calibrate), so one is asked for there in one line, and refused where nothing would read it."""
+    int8_build = backend == "tensorrt" and precision == "int8"
+    if int8_build and not calibration_cache:
+        raise ValueError("--backend tensorrt builds int8 from a calibration cache (it does not calibrate): give "
+                         "--calibration-cache FILE (a TensorRT calibration cache of the model), or --precision fp16")
+    if calibration_cache and not int8_build:
+        raise ValueError(f"--calibration-cache is read only by an int8 TensorRT build (this one: {backend} at "
+                         f"{precision}): leave it out")
+    return {"calibration_cache": calibration_cache} if int8_build else {}

@@ -5,7 +5,7 @@ roof, bound per ONNX node)."""
 from __future__ import annotations
 
 import argparse
-from edge_roofline.commands._args import chart_file, count, output_file
+from edge_roofline.commands._args import add_calibration_cache, calibration_options, chart_file, count, output_file
 
 NAME = "profile"
 HELP = "measured per-layer times of a model joined to its roofline"
@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "measured ceilings for ort, agx_orin_64gb otherwise)")
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
                         help="default: fp32 for ort, fp16 for tensorrt and virtual")
+    add_calibration_cache(parser)
     parser.add_argument("--runs", type=count(1), default=10, help="profiled runs to average")
     parser.add_argument("--json", metavar="FILE", type=output_file, help="write analyze's JSON plus measured times")
     parser.add_argument("--plot", metavar="FILE", type=chart_file, help="roofline chart (.png or .svg)")
@@ -73,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from edge_roofline.roofline.model import to_json_dict
 
     precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
-    options = {"precision": precision} if args.backend != "ort" else {}
+    options = ({"precision": precision} if args.backend != "ort" else {}) | calibration_options(
+        args.backend, precision, args.calibration_cache)
     model = load_model(args.model)
     cost = analyze_model(model, precision=precision)
     ceilings, device, point = _ceilings(args, precision)

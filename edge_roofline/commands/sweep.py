@@ -9,7 +9,7 @@ import argparse
 import os
 import signal
 import sys
-from edge_roofline.commands._args import POSITIVE_MS
+from edge_roofline.commands._args import POSITIVE_MS, add_calibration_cache, calibration_options
 
 NAME = "sweep"
 HELP = "characterise a model over a device's operating points (latency, energy, Pareto front)"
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="few-sample mode: measure K points spanning the clock space (10-15) "
                              "and predict the rest")
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default="fp16")
+    add_calibration_cache(parser)
     parser.add_argument("--resume", action="store_true",
                         help="continue a sweep in --out: finished points are not measured again")
     parser.add_argument("--backend", choices=("tensorrt", "ort"), default="tensorrt",
@@ -61,7 +62,17 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt  # a kill restores the device like Ctrl-C does
 
 
-def _make_rig(args):
+def _calibration(args) -> dict:
+    """The TensorRT backend's calibration cache: one model's int8 scales (by its tensors' names), so
+    an int8 TensorRT sweep of several models cannot share one; the virtual board reads none."""
+    backend = "virtual" if args.platform.startswith("virtual") else args.backend
+    if backend == "tensorrt" and args.precision == "int8" and len(args.models) > 1:
+        raise ValueError("--backend tensorrt builds each model at int8 from that model's calibration cache: sweep "
+                         "them one at a time, each with its --calibration-cache FILE (the same --out gathers them)")
+    return calibration_options(backend, args.precision, args.calibration_cache)
+
+
+def _make_rig(args, calibration: dict):
     from edge_roofline.characterise.sweep import device_rig, virtual_rig
 
     kind, _, device = args.platform.partition(":")
@@ -72,10 +83,10 @@ def _make_rig(args):
                            perturbation=args.perturbation)
     if kind not in ("jetson", "nvml"):
         raise ValueError(f"--platform {args.platform!r}: use jetson, nvml or virtual:DEVICE")
-    return device_rig(args.platform, args.backend, args.precision, sysfs_root=args.sysfs_root)
+    return device_rig(args.platform, args.backend, args.precision, sysfs_root=args.sysfs_root, **calibration)
 
 
-def _sweep_model(args, source: str, store, settings) -> None:
+def _sweep_model(args, source: str, store, settings, calibration: dict) -> None:
     from edge_roofline.characterise import predict
     from edge_roofline.characterise.plan import choose_few, sweep_points
     from edge_roofline.characterise.sweep import Sweep
@@ -83,7 +94,7 @@ def _sweep_model(args, source: str, store, settings) -> None:
     from edge_roofline.roofline.costs import analyze_model
     from edge_roofline.roofline.devices import get_device
 
-    rig = _make_rig(args)
+    rig = _make_rig(args, calibration)
     sim = "SIMULATION: " if rig.simulated else ""
     try:
         model = load_model(source)
@@ -100,7 +111,7 @@ def _sweep_model(args, source: str, store, settings) -> None:
             todo = points
         sweep = Sweep(rig.platform, rig.backend, store, cost, clock=rig.clock,
                       settings=settings, threaded_sampling=rig.threaded_sampling, precision=args.precision,
-                      extra_settings={"model_source": source})
+                      extra_settings={"model_source": source} | calibration)
         summary = sweep.run(todo, resume=args.resume)
         print(f"{sim}{cost.model}: {summary.measured} points measured, {summary.failed} failed, "
               f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
@@ -131,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from edge_roofline.characterise.store import DB_NAME, Store
     from edge_roofline.characterise.sweep import SweepSettings
 
+    calibration = _calibration(args)  # refused before --out is made
     settings = SweepSettings(runs=args.runs, warmup=args.warmup, settle_s=args.settle_s, idle_s=args.idle_s,
                              min_window_s=args.min_window_s, layer_runs=args.layer_runs)
     previous = signal.signal(signal.SIGTERM, _terminate)
@@ -139,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         with Store(args.out) as store:
             try:
                 for source in args.models:
-                    _sweep_model(args, source, store, settings)
+                    _sweep_model(args, source, store, settings, calibration)
             except BaseException:
                 if new_db and not store.sweeps():  # refused before any model began: no empty --out left behind
                     store.path.unlink()

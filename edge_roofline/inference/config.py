@@ -33,9 +33,9 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
         if ignored:
             raise ValueError(f"parameter(s) {', '.join(ignored)} are used only with the input size: set -p width:=W "
                              f"-p height:=H too (the model's input size), or leave them at their defaults")
-    config = InferenceConfig(model=p["model"], backend=p["backend"], precision=p["precision"],
-                             input_name=p["input_name"], preprocess=pre, queue_depth=p["queue_depth"],
-                             profile_every_frames=p["profile_every_frames"],
+    config = InferenceConfig(model=p["model"], onnx_model=p["onnx_model"], backend=p["backend"],
+                             precision=p["precision"], input_name=p["input_name"], preprocess=pre,
+                             queue_depth=p["queue_depth"], profile_every_frames=p["profile_every_frames"],
                              profile_every_s=p["profile_every_s"],
                              profile_budget_fraction=p["profile_budget_fraction"],
                              backend_options=_backend_options(p, platform))

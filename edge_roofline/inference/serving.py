@@ -12,7 +12,7 @@ import numpy as np
 from edge_roofline.backends import BACKENDS
 from edge_roofline.backends.base import BackendError, InferenceBackend
 from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
-from edge_roofline.models.source import load_model_source
+from edge_roofline.models.source import is_engine, load_model, load_model_source
 from edge_roofline.roofline.ceilings import Ceilings
 from edge_roofline.roofline.costs import ModelCost, analyze_model
 
@@ -26,6 +26,7 @@ def is_tensorrt(backend: str) -> bool:
 class InferenceConfig:
     model: str  # path to .onnx (or engine for tensorrt), or zoo:NAME
     backend: str = "ort"
+    onnx_model: str = ""  # with an engine as model: the ONNX model it was built from (read only then)
     precision: str = "fp32"
     input_name: str = ""  # default: the model's only image input
     preprocess: PreprocessConfig | None = None  # None: size from the model's input shape
@@ -41,6 +42,13 @@ class InferenceConfig:
         problems = []
         if not self.model:
             problems.append("model is empty: give a .onnx path, an engine path or zoo:NAME")
+        elif is_engine(self.model) and not is_tensorrt(self.backend):
+            problems.append(f"model {self.model} is a TensorRT engine: set -p backend:=tensorrt, or give the ONNX "
+                            "model it was built from as model")
+        elif is_engine(self.model) and not self.onnx_model:
+            # The engine holds TensorRT's layers, not the ONNX graph the roofline is drawn from.
+            problems.append(f"model {self.model} is a TensorRT engine, with no ONNX graph for the cost model and the "
+                            "layer mapping: set -p onnx_model:=FILE (the ONNX model it was built from)")
         if self.queue_depth < 1:
             problems.append(f"queue_depth must be >= 1, got {self.queue_depth}")
         if self.profile_every_frames < 0 or self.profile_every_s < 0:
@@ -57,9 +65,10 @@ class InferenceConfig:
             how = ("times the whole model at one precision" if self.backend == "virtual"
                    else "builds at fp32, fp16 or int8 (its builder flags)")
             problems.append(f"backend {self.backend} {how}, not mixed: set precision to fp32, fp16 or int8")
-        elif (self.precision == "int8" and is_tensorrt(self.backend)
+        elif (self.precision == "int8" and is_tensorrt(self.backend) and not is_engine(self.model)
               and not self.backend_options.get("calibration_cache")):
-            # The backend replays a cache, it does not calibrate: without one there is no int8 build.
+            # The backend replays a cache, it does not calibrate: without one there is no int8 build (an engine
+            # is built already).
             problems.append(f"backend {self.backend} builds int8 from a calibration cache and none is set: set -p "
                             "calibration_cache:=FILE (a TensorRT calibration cache of this model), or precision fp16")
         if self.preprocess is not None:
@@ -103,7 +112,10 @@ class LoadedModel:
                  ceilings: Callable[[], Ceilings] | None = None) -> None:
         config.validate()
         source = load_model_source(config.model)
-        self.backend = backend_factory(config.backend, **config.backend_options)
+        # An engine's roofline is drawn from the ONNX graph it was built from, also its layers' mapping.
+        graph = load_model(config.onnx_model) if is_engine(config.model) else None
+        options = config.backend_options | ({"mapping_onnx": graph} if graph is not None else {})
+        self.backend = backend_factory(config.backend, **options)
         try:
             self.backend.load(source)
             inputs = self.backend.inputs()
@@ -118,7 +130,8 @@ class LoadedModel:
             else:
                 raise ValueError(f"{config.model} has {len(inputs)} inputs {[t.name for t in inputs]}: "
                                  f"set input_name to the image input (the others need a tensor topic)")
-            self.cost: ModelCost = analyze_model(getattr(self.backend, "model", None) or source,
+            self.cost: ModelCost = analyze_model(graph if graph is not None else
+                                                 getattr(self.backend, "model", None) or source,
                                                  precision=config.precision)
             # The profiling machinery's one-time set-up (ONNX Runtime: the optimized graph and
             # its kernel grouping) happens here, on the loading thread, not in the first report.

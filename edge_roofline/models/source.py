@@ -12,6 +12,11 @@ class ModelFileError(ValueError):
     """A model file that is missing, unreadable or not ONNX: one line naming it and the fix."""
 
 
+def is_engine(model) -> bool:
+    """A path to a prebuilt TensorRT engine (``.engine`` or ``.plan``): it holds no ONNX graph."""
+    return isinstance(model, str) and model.endswith(ENGINE_SUFFIXES)
+
+
 def load_model_source(model: str):
     """``zoo:NAME`` -> an onnx.ModelProto built in memory; anything else is a path."""
     from edge_roofline.models import zoo  # builds with onnx: imported only when a model is loaded
@@ -29,7 +34,7 @@ def load_model(model: str):
     source = load_model_source(model)
     if not isinstance(source, str):
         return source
-    if source.endswith(ENGINE_SUFFIXES):
+    if is_engine(source):
         raise ModelFileError(f"{source} is a TensorRT engine; this needs the ONNX model it was built from "
                              f"(the cost model reads the ONNX graph): {FIX}")
     try:

@@ -28,14 +28,17 @@ from edge_roofline.viz.chart_image import roofline_png
 
 PARAMETERS = {
     "model": ("zoo:tiny_cnn", "ONNX file, TensorRT engine, or zoo:NAME (switchable at runtime)"),
+    "onnx_model": ("", "with a TensorRT engine as model (backend tensorrt): the ONNX file (or zoo:NAME) it was built "
+                       "from, for the cost model and the layer mapping (switchable; not read with an ONNX model)"),
     "backend": ("ort", "ort | tensorrt | virtual (times from the live virtual Jetson: needs platform virtual:DEVICE)"),
     "precision": ("fp32", "fp32 | fp16 | int8 | mixed (cost model, the virtual board's timing and TensorRT's build, "
                           "neither mixed; a prebuilt engine keeps its own: refused if its sidecar says another, else "
                           "the cost model only)"),
-    "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt at precision int8 needs one; "
-                              "replayed, not recomputed)"),
+    "calibration_cache": ("", "TensorRT int8 calibration cache file (backend tensorrt building int8 from ONNX "
+                              "needs one; replayed, not recomputed; a prebuilt engine needs none)"),
     "device": ("", "catalogue device for the roofs (e.g. agx_orin_64gb); empty: this machine's CPU, measured"),
-    "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU)"),
+    "engine": ("gpu", "engine the model runs on, for the roofs: gpu | cpu | dla (ignored for the host CPU; it moves "
+                      "nothing: backend tensorrt builds for the GPU, a prebuilt engine runs where it was built)"),
     "platform": ("", "platform to read current clocks from (as power_monitor's; virtual:DEVICE for the virtual "
                      "backend), empty: none"),
     "sysfs_root": ("/", "sysfs root for the platform (a live virtual Jetson's root)"),
@@ -64,7 +67,7 @@ PARAMETERS = {
     "publish_chart": (True, "publish the roofline chart (PNG) with every report"),
     "diagnostics_rate_hz": (1.0, "/diagnostics publish rate (inference/stats frequency and timestamp health)"),
 }
-SWITCHABLE = {"model", "backend", "precision", "calibration_cache"}
+SWITCHABLE = {"model", "onnx_model", "backend", "precision", "calibration_cache"}
 
 
 class InferenceNode(Node):

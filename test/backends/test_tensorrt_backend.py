@@ -15,10 +15,12 @@ import pytest
 import fake_tensorrt_runtime as fake
 from edge_roofline.backends import create_backend
 from edge_roofline.backends.base import EngineVersionError, ModelLoadError, TensorNameError
+from edge_roofline.inference.ceilings import roofs_mismatch
 from edge_roofline.inference.config import inference_config
 from edge_roofline.inference.profile_join import join_profile
 from edge_roofline.inference.serving import LoadedModel
 from edge_roofline.nodes.inference import PARAMETERS as NODE_PARAMETERS
+from edge_roofline.platforms.base import DeviceIdentity
 from edge_roofline.roofline.ceilings import spec_ceilings
 from edge_roofline.roofline.costs import analyze_model
 
@@ -132,12 +134,79 @@ def test_a_prebuilt_engine_maps_layers_when_given_its_onnx(runtime, tmp_path, ti
         assert len(mapped.profile(mapped.dummy_feeds()).node_to_layer()) == len(tiny_cnn.graph.node)
 
 
-def test_int8_needs_a_calibration_cache(runtime, tmp_path):
-    with pytest.raises(ValueError, match="calibration_cache"):
-        _backend(tmp_path, precision="int8")
+def test_the_inference_node_serves_a_prebuilt_engine_with_the_onnx_it_was_built_from(runtime, tmp_path, tiny_cnn):
+    """Before, LoadedModel ran the cost model on the engine file: 'not a readable ONNX model'."""
+    with _backend(tmp_path, precision="fp16") as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    onnx_path = tmp_path / "tiny_cnn.onnx"
+    onnx_path.write_bytes(tiny_cnn.SerializeToString())
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "fp16", "model": str(engine), "onnx_model": str(onnx_path)}
+    loaded = LoadedModel(inference_config(p, None), create_backend)
+    try:
+        assert not loaded.backend.built and runtime.builds == 1  # the engine served, nothing built
+        nodes = [n.name for n in tiny_cnn.graph.node]
+        assert [layer.name for layer in loaded.cost.layers] == nodes  # the cost model of its ONNX graph
+        profile = loaded.backend.profile(loaded.backend.dummy_feeds())
+        assert set(profile.node_to_layer()) == set(nodes)  # every node mapped to the engine's layers
+        analysis = join_profile(loaded.cost, profile, spec_ceilings("agx_orin_64gb", "fp16"))
+        assert all(layer.measured_time_s is not None for layer in analysis.layers)
+    finally:
+        loaded.close()
+
+
+def test_the_roofs_are_checked_against_where_tensorrt_runs(runtime, tmp_path, tiny_cnn, monkeypatch):
+    """The node passes TensorRT no DLA core: an ONNX model is built for the GPU, so `engine: dla` draws
+    DLA roofs under GPU times and says so in one line. A prebuilt engine runs where it was built: one
+    built for a DLA core (its sidecar says) was reported as running on the GPU, so `engine: dla` was
+    told to switch to the GPU's roofs and `engine: gpu` drew them under DLA times in silence."""
+    orin = DeviceIdentity("jetson", "Jetson AGX Orin 64GB", "agx_orin_64gb")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "fp16", "device": "agx_orin_64gb", "engine": "dla"}
+    loaded = LoadedModel(inference_config(p, None), create_backend)
+    try:
+        assert runtime.last_config.get("DLA_core") is None  # built for the GPU
+        assert roofs_mismatch("agx_orin_64gb", "dla", loaded.backend.execution_target(), orin) == (
+            "the roofs (agx_orin_64gb's DLA) do not match where the model runs (agx_orin_64gb's GPU): efficiency "
+            "and bounds compare one's times with the other's roofs; set -p engine:=gpu")
+    finally:
+        loaded.close()
+    with _backend(tmp_path, dla_core=0) as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    assert runtime.last_config["DLA_core"] == 0
+    with _backend(tmp_path) as prebuilt:  # as the node makes it: no DLA core
+        prebuilt.load(engine)
+        assert prebuilt.execution_target() == (None, "dla")
+        assert roofs_mismatch("agx_orin_64gb", "dla", prebuilt.execution_target(), orin) == ""
+        assert "set -p engine:=dla" in roofs_mismatch("agx_orin_64gb", "gpu", prebuilt.execution_target(), orin)
+
+
+def test_an_int8_build_needs_a_calibration_cache(runtime, tmp_path, tiny_cnn):
+    with _backend(tmp_path, precision="int8") as backend, pytest.raises(
+            ValueError, match=r"^an int8 build needs calibration_cache \(a TensorRT calibration cache file\)$"):
+        backend.load(tiny_cnn)
     # Was a FileNotFoundError from hashing it for the cache key, before the calibrator's own check.
-    with pytest.raises(ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
-        _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache")
+    with _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache") as backend, pytest.raises(
+            ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
+        backend.load(tiny_cnn)
+    assert runtime.builds == 0
+
+
+def test_a_prebuilt_int8_engine_loads_without_a_calibration_cache(runtime, tmp_path, tiny_cnn, monkeypatch):
+    """The cache is read only to build. Before, the backend's constructor and the node asked for one anyway."""
+    cache = tmp_path / "tiny_cnn.cache"
+    cache.write_bytes(b"TRT-calibration")
+    with _backend(tmp_path, precision="int8", calibration_cache=cache) as builder:
+        builder.load(tiny_cnn)
+        engine = builder.engine_path
+    with _backend(tmp_path, precision="int8") as prebuilt:
+        prebuilt.load(engine)
+        assert not prebuilt.built and {layer.precision for layer in prebuilt.describe_layers()} == {"int8"}
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    p = NODE_DEFAULTS | {"backend": "tensorrt", "precision": "int8", "model": str(engine), "onnx_model": "zoo:tiny_cnn"}
+    LoadedModel(inference_config(p, None), create_backend).close()
+    assert runtime.builds == 1
 
 
 @pytest.mark.parametrize("precision, flags", [("fp32", set()), ("fp16", {"fp16"}), ("int8", {"fp16", "int8"})])

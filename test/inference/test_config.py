@@ -95,6 +95,37 @@ def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration
     assert switch._prepared.config.backend_options == {"precision": "int8", "calibration_cache": "/models/tiny.cache"}
 
 
+def test_an_engine_without_the_onnx_it_was_built_from_is_refused_in_one_line_naming_the_parameter():
+    """Before, it failed as 'not a readable ONNX model' (the cost model read the engine file)."""
+    with pytest.raises(ValueError, match="^invalid inference parameters: model /models/yolo.engine is a TensorRT "
+                                         "engine, with no ONNX graph for the cost model and the layer mapping: set -p "
+                                         r"onnx_model:=FILE \(the ONNX model it was built from\)$"):
+        inference_config(DEFAULTS | {"backend": "tensorrt", "model": "/models/yolo.engine"}, None)
+    with pytest.raises(ValueError, match="^invalid inference parameters: model /models/yolo.plan is a TensorRT "
+                                         "engine: set -p backend:=tensorrt, or give the ONNX model it was built "
+                                         "from as model$"):
+        inference_config(DEFAULTS | {"model": "/models/yolo.plan", "onnx_model": "/models/yolo.onnx"}, None)
+    config = inference_config(DEFAULTS | {"backend": "tensorrt", "model": "/models/yolo.engine",
+                                          "onnx_model": "/models/yolo.onnx"}, None)
+    assert config.onnx_model == "/models/yolo.onnx"
+
+
+def test_a_switch_to_an_engine_is_refused_until_it_brings_its_onnx_model():
+    """onnx_model switches with the model (one set_parameters_atomically), not at start only."""
+    node = SimpleNamespace(get_parameter=lambda name: SimpleNamespace(value=(DEFAULTS | {"backend": "tensorrt"})[name]),
+                           get_logger=lambda: SimpleNamespace(error=lambda message: None),
+                           add_on_set_parameters_callback=lambda callback: None,
+                           add_post_set_parameters_callback=lambda callback: None)
+    serving = SimpleNamespace(roofs_note=lambda p, loaded: "")
+    switch = ModelSwitch(node, PARAMETERS, SWITCHABLE, lambda p: SimpleNamespace(config=inference_config(p, None)),
+                         lambda loaded, wait_s: True, "frame", serving)
+    refused = switch.on_parameters([SimpleNamespace(name="model", value="/models/yolo.engine")])
+    assert not refused.successful and "\n" not in refused.reason and "set -p onnx_model:=FILE" in refused.reason
+    switched = switch.on_parameters([SimpleNamespace(name="model", value="/models/yolo.engine"),
+                                     SimpleNamespace(name="onnx_model", value="/models/yolo.onnx")])
+    assert switched.successful and switch._prepared.config.onnx_model == "/models/yolo.onnx"
+
+
 @pytest.mark.parametrize("make_config", [inference_config, generation_config])
 @pytest.mark.parametrize("platform_param, platform", [("", None), ("virtual:agx_orin_64gb", SimpleNamespace())])
 def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, platform_param, platform):

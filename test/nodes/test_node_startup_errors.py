@@ -25,6 +25,11 @@ CASES = [
     # Both built at fp16 in silence: the node gave TensorRT no precision (checked before TensorRT is imported).
     ("inference", {"precision": "int8", "backend": "tensorrt"}, "backend tensorrt builds int8 from a calibration "
                                                                "cache and none is set: set -p calibration_cache:=FILE"),
+    # Was "not a readable ONNX model": the cost model read the engine (checked before TensorRT is imported).
+    ("inference", {"model": "/models/yolo.engine", "backend": "tensorrt"}, "model /models/yolo.engine is a TensorRT "
+                                                                          "engine, with no ONNX graph for the cost "
+                                                                          "model and the layer mapping: set -p "
+                                                                          "onnx_model:=FILE"),
     ("inference", {"precision": "mixed", "backend": "tensorrt"}, "backend tensorrt builds at fp32, fp16 or int8 (its "
                                                                 "builder flags), not mixed"),
     ("governor", {"target_latency_ms": "abc"}, "parameter target_latency_ms is 'abc'"),
