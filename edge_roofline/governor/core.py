@@ -21,7 +21,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_all
-from .learned import Learned
+from .learned import Learned, Readings
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
 from .policy import JointPrediction
@@ -32,7 +32,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .selection import Selection
-from .streams import PowerWindow, Stream, StreamWindow, clear_windows, returned, silent, uncount_since, uncount_told
+from .streams import PowerWindow, Stream, clear_windows, returned, silent, uncount_since, uncount_told
 from .verdicts import measured_to_meet
 
 
@@ -254,21 +254,13 @@ class Governor(Selection):
     # ---- the loop: a state machine (states.py) -----------------------------------------
     def step(self, now_s: float) -> Decision:
         self._expire(now_s)
-        active = [s for s in self.streams.values() if s.active]
-        cfg = self.config
-        windows: dict[str, StreamWindow | None] = {
-            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples, cfg.rate_change_rel)
-            for s in self.streams.values()}
-        # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
-        one_full = any(w is not None for w in windows.values())
-        cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
-            cfg.min_calibration_samples), cfg.dwell_s) if one_full else None) for s in self.streams.values()}
-        power_w = self._power.mean_w(now_s - cfg.window_s)
+        here = Readings.read(self.config, self.current, now_s, list(self.streams.values()), self._power)
+        cfg, active = here.config, here.active
 
         def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,
                    pred: JointPrediction | None = None, applied: bool = False) -> Decision:
             self.state = state
-            return report(point, applied, reason, state.value, pred, self.streams.values(), windows, power_w,
+            return report(point, applied, reason, state.value, pred, self.streams.values(), here.windows, here.power_w,
                           state is State.FALLBACK, transition.value)
 
         # off
@@ -300,14 +292,12 @@ class Governor(Selection):
                           f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         if state is State.SETTLING:
             state = self._after_settle
-        self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,
-                               self._surprised, self._new_workload)
-        loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
+        self.learned.calibrate(here, self._unvisited, self._power, self._surprised, self._new_workload)
+        loads = [(s, here.windows[s.name], s.limit_s(cfg.margin)) for s in active]
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
                                        self.findings.measured, late_window_s=cfg.late_window_s,
                                        counted_from_s=self._counted_from_s)
-        violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
-                                        current.gpu_utilisation, self.dominance.unbeatable, self._surprised,
+        violations = self.learned.judge(here, current.gpu_utilisation, self.dominance.unbeatable, self._surprised,
                                         self._counted_from_s, now_s - self.move.time_s)
         if violations and self._descending:
             # The model said this step down would miss and it did: the next steps reach less far.
