@@ -21,7 +21,7 @@ from edge_roofline.roofline.model import RooflineAnalysis
 from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_all
-from .learned import Learned
+from .learned import Learned, Readings
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
 from .policy import JointPrediction
@@ -32,7 +32,7 @@ from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
 from .states import PROVISIONAL, State, Transition, unpaid_hold
 from .selection import Selection
-from .streams import PowerWindow, Stream, StreamWindow, clear_windows, returned, silent, uncount_since, uncount_told
+from .streams import PowerWindow, Stream, clear_windows, returned, silent, uncount_since, uncount_told
 from .verdicts import measured_to_meet
 
 
@@ -253,27 +253,37 @@ class Governor(Selection):
 
     # ---- the loop: a state machine (states.py) -----------------------------------------
     def step(self, now_s: float) -> Decision:
+        """One step of the state machine (states.py): the first transition that applies makes the decision."""
         self._expire(now_s)
-        active = [s for s in self.streams.values() if s.active]
-        cfg = self.config
-        windows: dict[str, StreamWindow | None] = {
-            s.name: s.window(now_s, cfg.window_s, cfg.min_window_samples, cfg.rate_change_rel)
-            for s in self.streams.values()}
-        # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
-        one_full = any(w is not None for w in windows.values())
-        cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
-            cfg.min_calibration_samples), cfg.dwell_s) if one_full else None) for s in self.streams.values()}
-        power_w = self._power.mean_w(now_s - cfg.window_s)
+        here = Readings.read(self.config, self.current, now_s, list(self.streams.values()), self._power)
+        decision = self._stand_by(here)  # off, fall_back, wait, settle
+        if decision is not None:
+            return decision
+        state = self._resumed()
+        if state is State.SETTLING:
+            state = self._after_settle
+        current, preds, violations = self._judge_current(here)
+        decision = self._dwell(here, state, current, violations)  # wait (no energy yet), measure
+        if decision is not None:
+            return decision
+        return self._move(here, state, current, preds, violations)  # hold, advise, escape, explore, improve
 
-        def decide(transition: Transition, state: State, point: OperatingPoint, reason: str,
-                   pred: JointPrediction | None = None, applied: bool = False) -> Decision:
-            self.state = state
-            return report(point, applied, reason, state.value, pred, self.streams.values(), windows, power_w,
-                          state is State.FALLBACK, transition.value)
+    def _decide(self, here: Readings, transition: Transition, state: State, point: OperatingPoint, reason: str,
+                pred: JointPrediction | None = None, applied: bool = False) -> Decision:
+        """``transition`` made the step's decision: the governor is in ``state`` now."""
+        self.state = state
+        return report(point, applied, reason, state.value, pred, self.streams.values(), here.windows, here.power_w,
+                      state is State.FALLBACK, transition.value)
 
-        # off
+    def _resumed(self) -> State:
+        """The state a step past the waits goes on from: after a wait or an advice, the point held is a stopgap."""
+        return State.MEASURING if self.state in (State.WAITING, State.ADVISING) else self.state
+
+    def _stand_by(self, here: Readings) -> Decision | None:
+        """off, fall_back, wait (for a model, or a stream), settle: nothing is judged, learned or moved."""
+        now_s = here.now_s
         if self.mode == "off":
-            return decide(Transition.OFF, State.DISABLED, self.current, "mode off")
+            return self._decide(here, Transition.OFF, State.DISABLED, self.current, "mode off")
         # fall_back: the only move made before the last one settled
         verdict = self.safety.verdict(now_s)
         if not verdict.ok:
@@ -282,32 +292,32 @@ class Governor(Selection):
                 error = self._apply(self.safe_point, now_s)
                 applied = not error
                 reason += f"; safe point {'applied' if applied else 'failed: ' + error}"
-            return decide(Transition.FALL_BACK, State.FALLBACK, self.safe_point, reason, applied=applied)
+            return self._decide(here, Transition.FALL_BACK, State.FALLBACK, self.safe_point, reason, applied=applied)
         if self.state is State.FALLBACK:
             self.state = State.MEASURING  # recovered: the safe point is a stopgap
-        # wait
-        waiting = [s.name for s in active if s.predictor is None]
+        waiting = [s.name for s in here.active if s.predictor is None]
         if waiting:
             which = f" of {', '.join(waiting)}" if len(self.streams) > 1 else ""
-            return decide(Transition.WAIT, State.WAITING, self.current, f"waiting for the model's roofline{which} "
-                          f"(the first InferenceStats.model_id)")
-        if not active:
-            return decide(Transition.WAIT, State.WAITING, self.current, "no stream is publishing inferences: holding")
-        # settle: nothing is judged, learned or moved until the last move shows
-        state = State.MEASURING if self.state in (State.WAITING, State.ADVISING) else self.state
-        if now_s < self.move.settled_s():
-            return decide(Transition.SETTLE, state, self.current,
-                          f"settling: the move to {self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
-        if state is State.SETTLING:
-            state = self._after_settle
-        self.learned.calibrate(cfg, self.current, self._unvisited, now_s, active, cal_windows, self._power,
-                               self._surprised, self._new_workload)
-        loads = [(s, windows[s.name], s.limit_s(cfg.margin)) for s in active]
+            return self._decide(here, Transition.WAIT, State.WAITING, self.current,
+                                f"waiting for the model's roofline{which} (the first InferenceStats.model_id)")
+        if not here.active:
+            return self._decide(here, Transition.WAIT, State.WAITING, self.current,
+                                "no stream is publishing inferences: holding")
+        if now_s < self.move.settled_s():  # until the last move shows
+            return self._decide(here, Transition.SETTLE, self._resumed(), self.current, f"settling: the move to "
+                                f"{self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
+        return None
+
+    def _judge_current(self, here: Readings) -> tuple[JointPrediction, list[JointPrediction], dict[str, float]]:
+        """Calibration at the current point and the verdicts on it: its prediction, the points a choice may take, and
+        per stream that missed there with evidence, its measured percentile over its limit."""
+        cfg, now_s, active = here.config, here.now_s, here.active
+        self.learned.calibrate(here, self._unvisited, self._power, self._surprised, self._new_workload)
+        loads = [(s, here.windows[s.name], s.limit_s(cfg.margin)) for s in active]
         by_name, current = predict_all(self.current, self.candidates, self.dominance, loads, self.energy,
                                        self.findings.measured, late_window_s=cfg.late_window_s,
                                        counted_from_s=self._counted_from_s)
-        violations = self.learned.judge(cfg, self.current, now_s, active, windows, cal_windows,
-                                        current.gpu_utilisation, self.dominance.unbeatable, self._surprised,
+        violations = self.learned.judge(here, current.gpu_utilisation, self.dominance.unbeatable, self._surprised,
                                         self._counted_from_s, now_s - self.move.time_s)
         if violations and self._descending:
             # The model said this step down would miss and it did: the next steps reach less far.
@@ -321,46 +331,57 @@ class Governor(Selection):
         out = self.dominance.dominated_by(missed) - self.dominance.unbeatable
         preds = [q for q in by_name.values() if self.safety.may_apply(q.point.name) and q.point.name not in out] \
             or [current]
+        return current, preds, violations
+
+    def _dwell(self, here: Readings, state: State, current: JointPrediction,
+               violations: dict[str, float]) -> Decision | None:
+        """wait (no energy measured yet), measure: a stopgap until it is measured, the chosen point for its dwell."""
         if not self.energy.has_energy:
-            return decide(Transition.WAIT, State.WAITING, self.current, "calibrating: no energy measured yet", current)
-        # measure: a stopgap until it is measured, the chosen point for its dwell
+            return self._decide(here, Transition.WAIT, State.WAITING, self.current,
+                                "calibrating: no energy measured yet", current)
+        cfg, now_s = here.config, here.now_s
         dwell_over = now_s - self.move.time_s >= cfg.dwell_s or (state in PROVISIONAL and self.learned.measured_here(
-            active, now_s - max(self.move.settled_s(), self.move.time_s), cfg.window_s))
+            here.active, now_s - max(self.move.settled_s(), self.move.time_s), cfg.window_s))
         if not violations and not dwell_over:
-            return decide(Transition.MEASURE, state, self.current, "dwelling" if state is State.SETTLED
-                          else "measuring", current)
+            return self._decide(here, Transition.MEASURE, state, self.current,
+                                "dwelling" if state is State.SETTLED else "measuring", current)
+        return None
+
+    def _move(self, here: Readings, state: State, current: JointPrediction, preds: list[JointPrediction],
+              violations: dict[str, float]) -> Decision:
+        """hold, advise, or a move: escape (a miss), explore, improve; a move that does not pay its transients, one the
+        rate limit defers, or one whose apply fails holds."""
+        cfg, now_s, active = here.config, here.now_s, here.active
         self.findings.record_dwell(current.point.name, dwelt=now_s - self.move.time_s >= cfg.dwell_s)
         met = measured_to_meet(preds, current, self.findings)
         horizon_s = max(cfg.expected_dwell_s, now_s - self._workload_since_s)  # a move's, to price it
         choice, settle_s = self._choose_affordable(preds, current, violations, state, met, active, now_s, horizon_s)
         target = choice.prediction.point
-        # hold
         backlog = [s.name for s in active if s.late_now] if not violations else []  # its queue drains first
         if backlog and (target == self.current or current.meets() or self.current.name in met):
-            return decide(Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late", current)
+            return self._decide(here, Transition.HOLD, state, self.current, f"holding: {', '.join(backlog)} late",
+                                current)
         if target == self.current:
-            return decide(Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
+            return self._decide(here, Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring else Transition.IMPROVE
         if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
             if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
-                return decide(Transition.HOLD, unpaid_hold(state), self.current, why, current)
-        # advise
+                return self._decide(here, Transition.HOLD, unpaid_hold(state), self.current, why, current)
         if self.mode == "advise":
-            return decide(Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)
+            return self._decide(here, Transition.ADVISE, State.ADVISING, target, choice.reason, choice.prediction)
         if not self.safety.may_switch(now_s, abandon=state is State.EXPLORING and bool(violations)):
-            return decide(Transition.HOLD, state, self.current, "rate limit: change deferred", current)
-        # escape, explore, improve: a move
-        error = self._apply(target, now_s)
+            return self._decide(here, Transition.HOLD, state, self.current, "rate limit: change deferred", current)
+        error = self._apply(target, now_s)  # escape, explore, improve: a move
         if error:
-            return decide(Transition.HOLD, state, self.current, f"apply failed: {error}", current)
+            return self._decide(here, Transition.HOLD, state, self.current, f"apply failed: {error}", current)
         if choice.exploring:
             self._explore_left -= 1
             self._explored_s = min(self._explored_s, math.inf if cfg.grace_excuses_exploring else now_s)
         self._descending = choice.descent
         stopgap = violations or not (choice.prediction.meets() or target.name in self.findings.met)
         self._after_settle = State.MEASURING if stopgap else State.SETTLED  # an escape, or nothing meets
-        return decide(transition, State.EXPLORING if choice.exploring else State.SETTLING, target, choice.reason,
-                      choice.prediction, applied=True)
+        return self._decide(here, transition, State.EXPLORING if choice.exploring else State.SETTLING, target,
+                            choice.reason, choice.prediction, applied=True)
 
     def _expire(self, now_s: float) -> None:
         """Silent streams leave (streams.silent); verdicts past their age go."""

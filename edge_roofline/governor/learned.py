@@ -6,7 +6,8 @@ latency predictor from the windows measured at each point."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -21,6 +22,33 @@ from .policy import MAX_UTILISATION
 from .queueing import TAIL_SHARE, service_times_s, tail_share_seen
 from .streams import PowerWindow, Stream, StreamWindow
 from .verdicts import margin_missed, over_promise, pooled_miss, tail_exceeded
+
+
+@dataclass(frozen=True)
+class Readings:
+    """What one step reads at the current point: the verdicts on it and the calibration there are made from these."""
+
+    config: GovernorConfig
+    point: OperatingPoint  # the current point
+    now_s: float
+    active: list[Stream]  # the streams publishing: the constraint set
+    windows: Mapping[str, StreamWindow | None]  # per stream, its judging window (None: not enough samples yet)
+    # Per stream, its judging window or, short of one, enough samples for a mean (Stream.calibration_window).
+    cal_windows: Mapping[str, StreamWindow | None]
+    power_w: float = math.nan  # the module's mean power over the window (NaN: no reading)
+
+    @classmethod
+    def read(cls, config: GovernorConfig, point: OperatingPoint, now_s: float, streams: list[Stream],
+             power: PowerWindow) -> Readings:
+        """Every stream's windows at ``now_s`` (None where it has too few samples) and ``power``'s mean."""
+        active = [s for s in streams if s.active]
+        windows = {s.name: s.window(now_s, config.window_s, config.min_window_samples, config.rate_change_rel)
+                   for s in streams}
+        # A mean needs fewer samples than a percentile: a slower stream calibrates on fewer samples.
+        one_full = any(w is not None for w in windows.values())
+        cal_windows = {s.name: windows[s.name] or (s.calibration_window(s.config.calibration_samples(
+            config.min_calibration_samples), config.dwell_s) if one_full else None) for s in streams}
+        return cls(config, point, now_s, active, windows, cal_windows, power.mean_w(now_s - config.window_s))
 
 
 class Learned:
@@ -73,15 +101,16 @@ class Learned:
         self.calibrated_in_mix.clear()
         return self.mixes.switch(now ^ {(changed.name, changed.model_id)}, now, self.findings)
 
-    def calibrate(self, config: GovernorConfig, point: OperatingPoint, unvisited: bool, now_s: float,
-                  active: list[Stream], windows, power: PowerWindow,
+    def calibrate(self, here: Readings, unvisited: bool, power: PowerWindow,
                   surprised: Callable[[list[Stream], bool, float], None], rate_changed: Callable[..., None]) -> None:
-        """Each measured window feeds its stream's predictor (the contention it saw taken out)
-        and, once every active stream has one, the shared power model. ``unvisited``: ``point``
-        had not been measured under this workload before the move to it. ``surprised(streams,
-        slower, since_s)``: their work changed unannounced, shown by the samples since ``since_s``;
+        """Each measured window (``here.cal_windows``) feeds its stream's predictor (the contention it
+        saw taken out) and, once every active stream has one, the shared power model. ``unvisited``:
+        the point had not been measured under this workload before the move to it. ``power``: its
+        readings (a phase stream's busy share, power_rate_hz). ``surprised(streams, slower,
+        since_s)``: their work changed unannounced, shown by the samples since ``since_s``;
         ``rate_changed(changed_s=)``: an input rate moved far enough to re-rank the points, at
         the latest when the window showing it began."""
+        config, point, now_s, active, windows = here.config, here.point, here.now_s, here.active, here.cal_windows
         measured = [s for s in active if windows[s.name] is not None]
         first_here = any(s.name not in self.calibrated_here for s in measured)
         # A rate moved: at once (the points are re-ranked at the new rate as soon as it shows).
@@ -131,7 +160,7 @@ class Learned:
                 if not math.isfinite(solo.latency_s):
                     return  # nothing known about its share (learned by measuring, none yet)
                 observed.append((s.predictor, solo.latency_s, solo.input_rate_hz))
-        self.energy.update(point, power.mean_w(now_s - config.window_s), observed)
+        self.energy.update(point, here.power_w, observed)
 
     def _learn_from_miss(self, point: OperatingPoint, active: list[Stream], missing: list[Stream]) -> None:
         """A miss is escaped after the few samples that show it, before a window fills: those
@@ -157,15 +186,18 @@ class Learned:
         expected = s.predictor.predict(point)
         return served is None or served[0] - expected.latency_s > surprise_s(config, expected)
 
-    def judge(self, config: GovernorConfig, point: OperatingPoint, now_s: float, active: list[Stream], windows,
-              cal_windows, gpu_utilisation: float, unbeatable: set[str],
+    def judge(self, here: Readings, gpu_utilisation: float, unbeatable: set[str],
               surprised: Callable[[list[Stream], bool, float], None],
               counted_from_s: float = -math.inf, held_s: float = 0.0) -> dict[str, float]:
-        """The verdicts on ``point`` (the current one) from the samples judged there; returns,
-        per stream that misses with evidence, its measured percentile over its limit.
+        """The verdicts on the current point from the samples judged there; returns, per stream
+        that misses with evidence, its measured percentile over its limit. ``gpu_utilisation``:
+        the streams' GPU time per second there, together (its prediction).
         ``unbeatable``: points with nowhere faster to go; ``surprised`` as in calibrate.
         ``counted_from_s``: late inferences count from then on (before, a change's grace: waiting
-        for more samples costs nothing counted, and the streams' misses are not pooled)."""
+        for more samples costs nothing counted, and the streams' misses are not pooled).
+        ``held_s``: since the move to the point."""
+        config, point, now_s, active = here.config, here.point, here.now_s, here.active
+        windows, cal_windows = here.windows, here.cal_windows
         # An escape shows no sooner than its quickest domain settles: a burst whose backlog drains sooner is waited out.
         escape_s = min(self.settle.domain_s(d) for d in DOMAINS if d != "preset")
         self.margin_unsure = False

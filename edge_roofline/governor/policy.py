@@ -6,7 +6,7 @@ is least energy over time; with one stream it ranks points as energy per inferen
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from edge_roofline.platforms.base import OperatingPoint
@@ -184,35 +184,58 @@ def caps_order(point: OperatingPoint) -> tuple[float, ...]:
     return tuple(math.inf if c is None else float(c) for c in caps)
 
 
+@dataclass(frozen=True)
+class ChoiceSettings:
+    """How the choice weighs a move: config.GovernorConfig's settings of the same names, and whether to explore."""
+
+    hysteresis: float  # a point that meets every target is left only for a predicted saving over this share
+    explore: bool  # points may be tried to learn them (what exploring may cost allows it: selection.py)
+    explore_min_rel_std: float  # a point is explored for its power only while this uncertain (std / mean)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What has been measured about the points under this workload (names of points)."""
+
+    measured: frozenset[str] = frozenset()  # measured already: not explored again
+    # Measured to meet every target: feasible whatever the model predicts (measurements win, both ways).
+    met: frozenset[str] = frozenset()
+    near: frozenset[str] = frozenset()  # measured to meet every target but not every limit (the margin)
+    # The points no faster than one of ``near`` (rules.Dominance.dominated_by): none meets its limit, so a step down
+    # to one is a bet on the model's error in that step alone, tried from a best point measured to meet (``met``),
+    # not from one predicted to.
+    under_near: frozenset[str] = frozenset()
+    # The points one step below a ``met`` point on an axis the measurements have not isolated
+    # (rules.Dominance.probes): one of them is tried where the model's uncertainty says it may meet every target.
+    probes: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The points one step from a point on a single axis (rules.Dominance); None: none is tried."""
+
+    # One step below: tried (explored) from the best point while the model may be wrong about them.
+    below: Callable[[str], set[str]] | None = None
+    # One step above: tried from a point of ``Evidence.near`` where the model predicts them nearer the margin (the
+    # others count as measured: no_nearer_above).
+    above: Callable[[str], set[str]] | None = None
+
+
 def choose(predictions: list[JointPrediction], current: JointPrediction, *, violations: dict[str, float],
-           hysteresis: float, explore: bool, explore_min_rel_std: float, measured: frozenset[str] = frozenset(),
-           provisional: bool = False, fastest: JointPrediction | None = None, met: frozenset[str] = frozenset(),
-           step_below: Callable[[str], set[str]] | None = None, near: frozenset[str] = frozenset(),
-           step_above: Callable[[str], set[str]] | None = None, probes: frozenset[str] = frozenset(),
-           under_near: frozenset[str] = frozenset()) -> Choice:
-    """``violations``: per stream that missed, its measured percentile over its limit; only
+           settings: ChoiceSettings, evidence: Evidence = Evidence(), steps: Steps = Steps(),
+           provisional: bool = False, fastest: JointPrediction | None = None) -> Choice:
+    """The point to run next: the one predicted to draw least among those that meet every target, held
+    against hysteresis, or one worth trying while ``settings.explore`` (``_exploration``).
+    ``violations``: per stream that missed, its measured percentile over its limit; only
     points predicted faster for that stream than the current one by that factor qualify.
-    ``measured``: names of points already measured under this workload (not explored again).
     ``provisional``: the current point is a stopgap (an exploration, an escape) that hysteresis
     does not protect: it stays only while it is predicted the best.
     ``fastest``: the truly fastest point (it dominates every other one in clocks and cores),
     where the choice goes and stays while nothing is predicted to meet the targets; ``None``:
-    the point predicted fastest for the binding stream.
-    ``met``: points measured to meet every target under this workload: feasible whatever the
-    model predicts (measurements win, both ways).
-    ``step_below``: the points one step below a point on a single axis (rules.Dominance), tried
-    (explored) from the best point while the model may be wrong about them.
-    ``near``: points measured to meet every target but not every limit (the margin);
-    ``step_above``: the points one step above a point on a single axis, tried from those
-    where the model predicts them nearer the margin (the others count as measured).
-    ``probes``: the points one step below a ``met`` point on an axis the measurements have not
-    isolated (rules.Dominance.probes): one of them is tried where the model's uncertainty
-    says it may meet every target.
-    ``under_near``: the points no faster than one of ``near`` (rules.Dominance.dominated_by):
-    none meets its limit, so a step down to one is a bet on the model's error in that step
-    alone, tried from a best point measured to meet (``met``), not from one predicted to."""
-    if step_above is not None:
-        measured = measured | no_nearer_above(predictions, near, step_above)
+    the point predicted fastest for the binding stream."""
+    if steps.above is not None:  # steps above no nearer the margin count as measured
+        evidence = replace(evidence, measured=evidence.measured | no_nearer_above(predictions, evidence.near,
+                                                                                   steps.above))
     fastest = fastest or min(predictions, key=lambda p: max((s.latency_s / s.limit_s for s in p.streams), default=0))
     pool = predictions
     if violations:
@@ -220,69 +243,80 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
             return all((s := p.stream(name)) is not None and (c := current.stream(name)) is not None
                        and s.latency_s <= c.latency_s / scale for name, scale in violations.items())
         pool = [p for p in predictions if faster_where_missed(p)] or [fastest]
-    feasible = [p for p in pool if p.meets() or p.point.name in met]
+    feasible = [p for p in pool if p.meets() or p.point.name in evidence.met]
     if not feasible:
         return Choice(fastest, "no point is predicted to meet the target: fastest point")
     best = min(feasible, key=lambda p: (p.power_w, caps_order(p.point)))
-    if explore:
-        # A point measured to meet every target but not the margin: a point one step above it
-        # on a single axis meets the targets too (it is at least as fast) and likely the
-        # margin. The cheapest unmeasured one cheaper than the best is tried: no risk of a miss.
-        above = set().union(*map(step_above, near)) if step_above is not None and not violations else set()
-        ups = [p for p in pool if p.point.name in above and p.point.name not in measured and p.power_w < best.power_w]
-        if ups:
-            return Choice(min(ups, key=lambda p: p.power_w), "exploring one step above a point that met the targets "
-                          "inside the margin", True)
-        # Worth a look: not measured yet, uncertain, and possibly cheaper than the best. Of
-        # those, the one predicted cheapest: exploring it costs least and it is the likeliest
-        # to be the real best (the most uncertain one is usually an expensive corner).
-        uncertain = [p for p in feasible if p.point.name not in measured
-                     and p.power_std_w > explore_min_rel_std * p.power_w
-                     and p.power_low_w < best.power_w]
-        if uncertain:
-            pick = min(uncertain, key=lambda p: p.power_w)
-            if pick.point != current.point:
-                return Choice(pick, "exploring an uncertain point that may save energy", True)
-        # Latency uncertainty can hide every cheaper point (a tight target): try the cheapest of
-        # the unmeasured points whose predicted mean meets it and that would save much (one jump
-        # instead of a walk down the clocks); a miss is caught within a few inferences and the
-        # point is not tried again.
-        promising = [p for p in pool if p.point.name not in measured and not p.meets() and p.meets(optimistic=True)
-                     and p.power_w < best.power_w * (1.0 - 2 * hysteresis)]
-        if promising and not violations:
-            pick = min(promising, key=lambda p: p.power_w)
-            return Choice(pick, "exploring a point that may meet the target and save much energy", True)
-        # Where the model's features miss how this device's latency moves along an axis (it
-        # has been wrong at the points it visited), its prediction below the best point is not
-        # to be trusted and only measuring tells: one step down a single axis (less power
-        # whatever the model says), the cheapest such point that may meet every target if the
-        # model is as wrong there. A miss costs a few inferences (caught early) and rules it
-        # and every point below it out. Under a point measured inside the margin nothing meets
-        # its limit: a step there bets on the model's error in that one step, from a best measured
-        # to meet; from one only predicted to, the best's own error is stacked on the bet
-        # (agx_batch_change@seed24: a step 1.2 x over the limit under a point at 0.99 x target, 4 late).
-        below = step_below(best.point.name) if step_below is not None and not violations else set()
-        steps = [p for p in pool if p.point.name in below and p.point.name not in measured
-                 and p.within_model_error() and (best.point.name in met or p.point.name not in under_near)]
-        if steps:
-            pick = min(steps, key=lambda p: p.power_w)
-            return Choice(pick, "exploring one step down from the best point", True, True)
-        # An axis no two measured points differ on alone: the model's term for it is a prior
-        # (every measured point shares its clock, or it moved only with others), and the model
-        # may be wrong there by more than its error so far shows. One step down that axis from
-        # a point measured to meet the targets, where the model's own uncertainty says it may
-        # meet them too and may save energy: of those, the likeliest to meet. Measured, it isolates
-        # the axis (no second probe on it); a miss is caught early and rules it out.
-        tries = [p for p in pool if p.point.name in probes and p.point.name not in measured
-                 and p.power_low_w < best.power_w and p.may_meet()] if not violations else []
-        if tries:
-            pick = min(tries, key=lambda p: (p.closeness, p.power_w))
-            return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)
+    if settings.explore and (tried := _exploration(pool, feasible, best, current, bool(violations), settings,
+                                                   evidence, steps)) is not None:
+        return tried
     if violations:
         worst = max(violations, key=violations.get)
         where = f" ({worst})" if len(current.streams) > 1 else ""
         return Choice(best, f"measured percentile {violations[worst]:.2f} x target{where}: faster point")
-    current_meets = current.meets() or current.point.name in met
-    if current_meets and not provisional and best.power_w > current.power_w * (1.0 - hysteresis):
+    current_meets = current.meets() or current.point.name in evidence.met
+    if current_meets and not provisional and best.power_w > current.power_w * (1.0 - settings.hysteresis):
         return Choice(current, "holding: no point saves enough energy")
     return Choice(best, "lowest predicted energy meeting the target")
+
+
+def _exploration(pool: list[JointPrediction], feasible: list[JointPrediction], best: JointPrediction,
+                 current: JointPrediction, missed: bool, settings: ChoiceSettings, evidence: Evidence,
+                 steps: Steps) -> Choice | None:
+    """The point ``choose`` tries instead of ``best``, if any, by the first of its rules that offers one.
+    ``missed``: a stream missed (an escape: only the uncertain feasible points are tried)."""
+    measured = evidence.measured
+    # A point measured to meet every target but not the margin: a point one step above it
+    # on a single axis meets the targets too (it is at least as fast) and likely the
+    # margin. The cheapest unmeasured one cheaper than the best is tried: no risk of a miss.
+    above = set().union(*map(steps.above, evidence.near)) if steps.above is not None and not missed else set()
+    ups = [p for p in pool if p.point.name in above and p.point.name not in measured and p.power_w < best.power_w]
+    if ups:
+        return Choice(min(ups, key=lambda p: p.power_w), "exploring one step above a point that met the targets "
+                      "inside the margin", True)
+    # Worth a look: not measured yet, uncertain, and possibly cheaper than the best. Of
+    # those, the one predicted cheapest: exploring it costs least and it is the likeliest
+    # to be the real best (the most uncertain one is usually an expensive corner).
+    uncertain = [p for p in feasible if p.point.name not in measured
+                 and p.power_std_w > settings.explore_min_rel_std * p.power_w
+                 and p.power_low_w < best.power_w]
+    if uncertain:
+        pick = min(uncertain, key=lambda p: p.power_w)
+        if pick.point != current.point:
+            return Choice(pick, "exploring an uncertain point that may save energy", True)
+    # Latency uncertainty can hide every cheaper point (a tight target): try the cheapest of
+    # the unmeasured points whose predicted mean meets it and that would save much (one jump
+    # instead of a walk down the clocks); a miss is caught within a few inferences and the
+    # point is not tried again.
+    promising = [p for p in pool if p.point.name not in measured and not p.meets() and p.meets(optimistic=True)
+                 and p.power_w < best.power_w * (1.0 - 2 * settings.hysteresis)]
+    if promising and not missed:
+        pick = min(promising, key=lambda p: p.power_w)
+        return Choice(pick, "exploring a point that may meet the target and save much energy", True)
+    # Where the model's features miss how this device's latency moves along an axis (it
+    # has been wrong at the points it visited), its prediction below the best point is not
+    # to be trusted and only measuring tells: one step down a single axis (less power
+    # whatever the model says), the cheapest such point that may meet every target if the
+    # model is as wrong there. A miss costs a few inferences (caught early) and rules it
+    # and every point below it out. Under a point measured inside the margin nothing meets
+    # its limit: a step there bets on the model's error in that one step, from a best measured
+    # to meet; from one only predicted to, the best's own error is stacked on the bet
+    # (agx_batch_change@seed24: a step 1.2 x over the limit under a point at 0.99 x target, 4 late).
+    below = steps.below(best.point.name) if steps.below is not None and not missed else set()
+    downs = [p for p in pool if p.point.name in below and p.point.name not in measured and p.within_model_error()
+             and (best.point.name in evidence.met or p.point.name not in evidence.under_near)]
+    if downs:
+        pick = min(downs, key=lambda p: p.power_w)
+        return Choice(pick, "exploring one step down from the best point", True, True)
+    # An axis no two measured points differ on alone: the model's term for it is a prior
+    # (every measured point shares its clock, or it moved only with others), and the model
+    # may be wrong there by more than its error so far shows. One step down that axis from
+    # a point measured to meet the targets, where the model's own uncertainty says it may
+    # meet them too and may save energy: of those, the likeliest to meet. Measured, it isolates
+    # the axis (no second probe on it); a miss is caught early and rules it out.
+    tries = [p for p in pool if p.point.name in evidence.probes and p.point.name not in measured
+             and p.power_low_w < best.power_w and p.may_meet()] if not missed else []
+    if tries:
+        pick = min(tries, key=lambda p: (p.closeness, p.power_w))
+        return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)
+    return None

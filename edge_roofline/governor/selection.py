@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .moves import domains_changed, unpaid
-from .policy import Choice, JointPrediction, choose
+from .policy import Choice, ChoiceSettings, Evidence, JointPrediction, Steps, choose
 from .states import PROVISIONAL, State
 from .rules import no_faster_than
 from .streams import Stream
@@ -78,10 +78,11 @@ class Selection:
                 state: State, explore: bool, met: frozenset[str], passed: frozenset[str] = frozenset()) -> Choice:
         # passed: not explored now, yet not measured (they isolate no probe's axis)
         found, fastest = self.findings, self.dominance.fastest
-        return choose(preds, current, violations=violations, hysteresis=self.config.hysteresis,
-                      explore=explore, explore_min_rel_std=self.config.explore_min_rel_std,
-                      measured=frozenset(found.tried | passed), provisional=state in PROVISIONAL,
-                      fastest=next((q for q in preds if fastest and q.point == fastest), None),
-                      met=met, step_below=self.dominance.step_below, near=frozenset(found.near),
-                      step_above=self.dominance.step_above, probes=self.learned.probe_candidates,
-                      under_near=frozenset(self.dominance.dominated_by(found.near)))
+        evidence = Evidence(measured=frozenset(found.tried | passed), met=met, near=frozenset(found.near),
+                            under_near=frozenset(self.dominance.dominated_by(found.near)),
+                            probes=self.learned.probe_candidates)
+        return choose(preds, current, violations=violations,
+                      settings=ChoiceSettings(self.config.hysteresis, explore, self.config.explore_min_rel_std),
+                      evidence=evidence, steps=Steps(self.dominance.step_below, self.dominance.step_above),
+                      provisional=state in PROVISIONAL,
+                      fastest=next((q for q in preds if fastest and q.point == fastest), None))

@@ -98,7 +98,7 @@ def risky_choose(monkeypatch):
 
     def choose(preds, current, **kw):
         misses = [p for p in preds if not p.meets() and p.point != current.point]
-        if kw["explore"] and misses:
+        if kw["settings"].explore and misses:
             pick = min(misses, key=lambda p: p.power_w)
             tried.append(pick.point.name)
             return Choice(pick, "exploring a point that may miss", True)
@@ -174,7 +174,7 @@ def test_no_exploration_while_a_stream_is_late(tmp_path, monkeypatch):
     drive_settle(gov, platform, clock, t_move - clock.now_s() - 1e-3, step_s=0.01)
     explored = []
     choose = selection.choose
-    monkeypatch.setattr(selection, "choose", lambda *a, **k: explored.append(k["explore"]) or choose(*a, **k))
+    monkeypatch.setattr(selection, "choose", lambda *a, **k: explored.append(k["settings"].explore) or choose(*a, **k))
     now_s = clock.now_s()
     target_s = gov.streams[next(iter(gov.streams))].config.target_latency_s
     gov.observe_inference(1.05 * target_s, now_s)
@@ -371,13 +371,14 @@ def test_an_exploration_that_would_not_pay_holds_no_other_back(tmp_path, monkeyp
     real, dear, cheap = selection.choose, set(), set()
 
     def choose(preds, current, **kw):
-        fresh = [p for p in preds if p.point.name not in kw["measured"] and p.point != current.point and p.meets()]
+        fresh = [p for p in preds
+                 if p.point.name not in kw["evidence"].measured and p.point != current.point and p.meets()]
         costly = [p for p in fresh if p.power_w - p.power_std_w > current.power_w]
         saving = [p for p in fresh if p.power_w < current.power_w]
-        if kw["explore"] and not kw["violations"] and costly and saving:
+        if kw["settings"].explore and not kw["violations"] and costly and saving:
             dear.add(max(costly, key=lambda p: p.power_w).point.name)
             return Choice(max(costly, key=lambda p: p.power_w), "exploring a point that saves nothing", True)
-        if kw["explore"] and not kw["violations"] and saving:
+        if kw["settings"].explore and not kw["violations"] and saving:
             cheap.add(min(saving, key=lambda p: p.power_w).point.name)
             return Choice(min(saving, key=lambda p: p.power_w), "exploring a point that saves", True)
         return real(preds, current, **kw)
@@ -428,7 +429,7 @@ def test_the_governor_makes_no_probe_that_may_miss_after_the_grace(tmp_path, mon
 
     def choose(preds, current, **kw):
         dear = [p for p in preds if not p.meets() and p.power_w >= current.power_w and p.point != current.point]
-        if kw["explore"] and dear and current.meets():
+        if kw["settings"].explore and dear and current.meets():
             pick = max(dear, key=lambda p: p.power_w)
             offered.append(pick.point.name)
             return Choice(pick, "exploring", True)
@@ -571,8 +572,9 @@ def test_a_probe_refused_for_saving_nothing_holds_no_probe_that_saves_back(tmp_p
 
     def choose(preds, current, **kw):
         held_w = min((p.power_w for p in preds if p.meets()), default=current.power_w)
-        fresh = [p for p in preds if not p.meets() and p.point != current.point and p.point.name not in kw["measured"]]
-        if kw["explore"] and current.meets() and fresh:
+        fresh = [p for p in preds
+                 if not p.meets() and p.point != current.point and p.point.name not in kw["evidence"].measured]
+        if kw["settings"].explore and current.meets() and fresh:
             pick = max(fresh, key=lambda p: p.power_w)  # the dearest first: every one saving nothing, then a saving one
             (dear if pick.power_w >= held_w else cheap).append(pick.point.name)
             return Choice(pick, "exploring one step down an axis the measurements have not isolated", True)

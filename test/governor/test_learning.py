@@ -4,10 +4,11 @@ once and learned from, a slow stream measured before a point is left, and the po
 measured point sets under the points above it."""
 
 from contextlib import contextmanager
+from dataclasses import replace
 
 from edge_roofline.governor.joint import predict_candidates
 from edge_roofline.governor.points import effective_clocks
-from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.policy import ChoiceSettings, Evidence, JointPrediction, Steps, StreamPrediction, choose
 from edge_roofline.governor.predictor import Predictor
 from edge_roofline.governor.rules import Dominance
 from edge_roofline.platforms.base import OperatingPoint
@@ -18,7 +19,8 @@ from .test_multistream import drive as drive_streams
 from .test_rules import grid, launch_bound_governor, launch_bound_latency_s
 
 LIMIT_S = 0.010
-CHOICE = dict(violations={}, hysteresis=0.03, explore=True, explore_min_rel_std=0.08)
+SETTINGS = ChoiceSettings(hysteresis=0.03, explore=True, explore_min_rel_std=0.08)
+CHOICE = dict(violations={}, settings=SETTINGS)
 
 
 def point(name: str, latency_ms: float, power_w: float, model_rel_error: float = 0.0) -> JointPrediction:
@@ -52,23 +54,23 @@ def test_one_step_below_is_one_level_down_one_axis():
 def test_a_step_down_is_explored_only_where_the_model_has_been_wrong():
     best = point("best", 8.0, 10.0)
     below = point("below", 11.0, 9.0)  # predicted 10 % over the limit
-    steps = {"best": {"below"}}.get
-    trusted = choose([best, below], best, step_below=lambda n: steps(n) or set(), **CHOICE)
+    steps = Steps(below=lambda n: {"best": {"below"}}.get(n) or set())
+    trusted = choose([best, below], best, steps=steps, **CHOICE)
     assert trusted.prediction is best and not trusted.exploring
     wrong = point("below", 11.0, 9.0, model_rel_error=0.1)  # 2 x 10 %: within reach
-    choice = choose([point("best", 8.0, 10.0, 0.1), wrong], best, step_below=lambda n: steps(n) or set(), **CHOICE)
+    choice = choose([point("best", 8.0, 10.0, 0.1), wrong], best, steps=steps, **CHOICE)
     assert choice.exploring and choice.prediction is wrong and "one step down" in choice.reason
     # twice the model's error is the reach: 30 % over the limit is not tried
     far = point("below", 13.0, 9.0, model_rel_error=0.1)
-    assert choose([best, far], best, step_below=lambda n: steps(n) or set(), **CHOICE).prediction is best
+    assert choose([best, far], best, steps=steps, **CHOICE).prediction is best
 
 
 def test_a_point_measured_to_meet_is_feasible_whatever_the_model_says():
     here = point("here", 8.0, 10.0)
     cheap = point("cheap", 11.0, 8.0)  # predicted to miss
-    options = dict(CHOICE, explore=False)
+    options = dict(CHOICE, settings=replace(SETTINGS, explore=False))
     assert choose([here, cheap], here, **options).prediction is here
-    assert choose([here, cheap], here, met=frozenset({"cheap"}), **options).prediction is cheap
+    assert choose([here, cheap], here, evidence=Evidence(met=frozenset({"cheap"})), **options).prediction is cheap
 
 
 def test_an_exploration_that_misses_is_left_at_once(tmp_path):
@@ -139,11 +141,11 @@ def test_a_point_that_met_the_targets_inside_the_margin_is_left_one_step_up():
     # even where the model predicts it misses the margin.
     best = point("best", 8.0, 12.0)
     near, up, far = point("near", 10.2, 9.0), point("up", 10.1, 9.5), point("far", 10.05, 11.0)
-    options = dict(CHOICE, measured=frozenset({"best", "near"}))
-    without = choose([best, near, up, far], best, **options)
+    measured = Evidence(measured=frozenset({"best", "near"}))
+    without = choose([best, near, up, far], best, evidence=measured, **CHOICE)
     assert without.prediction is best and not without.exploring
-    choice = choose([best, near, up, far], best, near=frozenset({"near"}), step_above=lambda n: {"up", "far"}
-                    if n == "near" else set(), **options)
+    choice = choose([best, near, up, far], best, evidence=replace(measured, near=frozenset({"near"})),
+                    steps=Steps(above=lambda n: {"up", "far"} if n == "near" else set()), **CHOICE)
     assert choice.exploring and choice.prediction is up and "one step above" in choice.reason
 
 
@@ -154,13 +156,13 @@ def test_a_step_above_the_model_predicts_no_nearer_the_margin_counts_as_measured
     # best point goes there; the step up an axis the latency follows is tried.
     best = point("best", 8.0, 12.0)
     near, cores, clock = point("near", 10.2, 9.0), point("cores", 10.2, 9.3), point("clock", 10.1, 9.5)
-    options = dict(CHOICE, measured=frozenset({"best", "near"}), near=frozenset({"near"}))
-    choice = choose([best, near, cores, clock], best, step_above=lambda n: {"cores", "clock"} if n == "near"
-                    else set(), **options)
+    options = dict(CHOICE, evidence=Evidence(measured=frozenset({"best", "near"}), near=frozenset({"near"})))
+    choice = choose([best, near, cores, clock], best, steps=Steps(above=lambda n: {"cores", "clock"} if n == "near"
+                                                                  else set()), **options)
     assert choice.exploring and choice.prediction is clock
     down = choose([best, near, point("cores", 10.2, 9.3, model_rel_error=0.5)], best,
-                  step_above=lambda n: {"cores"} if n == "near" else set(),
-                  step_below=lambda n: {"cores"} if n == "best" else set(), **options)
+                  steps=Steps(above=lambda n: {"cores"} if n == "near" else set(),
+                              below=lambda n: {"cores"} if n == "best" else set()), **options)
     assert down.prediction is best and not down.exploring
 
 
@@ -240,10 +242,10 @@ def test_a_step_under_a_point_measured_inside_the_margin_is_tried_only_from_a_me
     # a bet on the model's error in that step, taken from a best point measured to meet, not from
     # one only predicted to (agx_batch_change@seed24: 4 late from such a step, 1.44 % late).
     best, below = point("best", 8.0, 10.0, 0.1), point("below", 11.0, 9.0, model_rel_error=0.1)
-    options = dict(CHOICE, step_below=lambda n: {"below"} if n == "best" else set())
+    options = dict(CHOICE, steps=Steps(below=lambda n: {"below"} if n == "best" else set()))
     assert choose([best, below], best, **options).prediction is below  # under no near point: tried
-    under = dict(options, under_near=frozenset({"below"}))
-    held = choose([best, below], best, **under)
+    under = Evidence(under_near=frozenset({"below"}))
+    held = choose([best, below], best, evidence=under, **options)
     assert held.prediction is best and not held.exploring
-    tried = choose([best, below], best, met=frozenset({"best"}), **under)
+    tried = choose([best, below], best, evidence=replace(under, met=frozenset({"best"})), **options)
     assert tried.exploring and tried.prediction is below and "one step down" in tried.reason

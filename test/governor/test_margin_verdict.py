@@ -8,7 +8,7 @@ import numpy as np
 
 from edge_roofline.governor.config import GovernorConfig, StreamConfig
 from edge_roofline.governor.findings import Findings
-from edge_roofline.governor.learned import Learned
+from edge_roofline.governor.learned import Learned, Readings
 from edge_roofline.governor.streams import Stream
 from edge_roofline.governor.verdicts import margin_missed, measured_to_meet, near_bets, over_promise
 from edge_roofline.platforms.base import OperatingPoint
@@ -26,7 +26,7 @@ def judged(latency_ms: np.ndarray, period_s: float = 1 / 60, over_limit: bool = 
     window = s.window(now_s, cfg.window_s, cfg.min_window_samples)
     assert window is not None and len(window.latencies_s) == len(latency_ms)
     assert bool(np.percentile(window.latencies_s, 95) > s.limit_s(cfg.margin)) is over_limit
-    assert not learned.judge(cfg, point, now_s, [s], {"frames": window}, {"frames": window}, 0.5, set(),
+    assert not learned.judge(Readings(cfg, point, now_s, [s], {"frames": window}, {"frames": window}), 0.5, set(),
                              lambda *_: None, held_s=held_s)
     learned.calibrated_here.add(s.name)  # every stream measured here: an exploration would leave
     return learned
@@ -94,7 +94,8 @@ def test_a_later_near_verdict_replaces_an_earlier_met_one():
         now_s = (i + 1) / 60
         window = s.window(now_s, cfg.window_s, cfg.min_window_samples)
         if window is not None:
-            learned.judge(cfg, point, now_s, [s], {"frames": window}, {"frames": window}, 0.5, set(), lambda *_: None)
+            learned.judge(Readings(cfg, point, now_s, [s], {"frames": window}, {"frames": window}), 0.5, set(),
+                          lambda *_: None)
         if i == 12:
             assert learned.findings.met == {"explored"}
     assert learned.findings.near == {"explored"} and not learned.findings.met
@@ -126,8 +127,8 @@ def test_a_miss_removes_a_near_verdict():
     for i, ms in enumerate(np.tile([1.40, 1.40, 1.40, 1.70], 4)):
         s.add_judged(i / 60, ms / 1e3, 30.0)
     window = s.window(16 / 60, cfg.window_s, cfg.min_window_samples)
-    assert learned.judge(cfg, OperatingPoint("explored"), 16 / 60, [s], {"frames": window}, {"frames": window}, 0.5,
-                         set(), lambda *_: None)
+    here = Readings(cfg, OperatingPoint("explored"), 16 / 60, [s], {"frames": window}, {"frames": window})
+    assert learned.judge(here, 0.5, set(), lambda *_: None)
     assert "explored" in learned.findings.missed and not learned.findings.meets_targets
 
 
@@ -151,7 +152,7 @@ def test_a_point_is_not_charged_the_late_ones_of_the_stay_before_it():
     for i, ms in enumerate([1.40, 1.70, 1.40, 1.70]):
         s.add_judged(i / 60, ms / 1e3, 30.0)
     s.latencies.clear()  # a move (streams.clear_windows)
-    learned.judge(cfg, OperatingPoint("next"), 0.1, [s], {"frames": None}, {"frames": None}, 0.5, set(),
+    learned.judge(Readings(cfg, OperatingPoint("next"), 0.1, [s], {"frames": None}, {"frames": None}), 0.5, set(),
                   lambda *_: None)
     assert not any(point == "next" for point, _ in learned.findings.stays)
 

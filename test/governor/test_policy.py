@@ -3,7 +3,7 @@ utilisation rule and exploration."""
 
 from dataclasses import replace
 
-from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.policy import ChoiceSettings, Evidence, JointPrediction, StreamPrediction, choose
 from edge_roofline.platforms.base import OperatingPoint
 
 LIMIT_S, JITTER = 0.019, 1.03
@@ -22,7 +22,8 @@ def joint(name: str, power_w: float, **latency_ms: float) -> JointPrediction:
     return JointPrediction(OperatingPoint(name), streams, power_w, 0.1)
 
 
-CHOICE = dict(violations={}, hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
+SETTINGS = ChoiceSettings(hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
+CHOICE = dict(violations={}, settings=SETTINGS)
 
 
 def test_hysteresis_holds_a_chosen_point_but_not_a_provisional_one():
@@ -57,10 +58,11 @@ def test_exploration_picks_the_cheapest_uncertain_unmeasured_point():
     current = pred("here", 12, 120)
     sure = pred("sure", 14, 110, energy_std_mj=1.0)
     shaky_cheap, shaky_dear = pred("a", 14, 112, energy_std_mj=15), pred("b", 13, 116, energy_std_mj=30)
-    explore = {**CHOICE, "explore": True}
+    explore = {**CHOICE, "settings": replace(SETTINGS, explore=True)}
     choice = choose([current, sure, shaky_cheap, shaky_dear], current, **explore)
     assert choice.exploring and choice.prediction is shaky_cheap
-    measured = choose([current, sure, shaky_cheap, shaky_dear], current, measured=frozenset({"a"}), **explore)
+    measured = choose([current, sure, shaky_cheap, shaky_dear], current, evidence=Evidence(measured=frozenset({"a"})),
+                      **explore)
     assert measured.prediction is shaky_dear
 
 
@@ -92,7 +94,8 @@ def test_no_uncertain_point_is_explored_that_draws_at_least_a_measured_one_it_do
     current = pred("here", 12, 110)
     floor_w = current.power_w
     above = pred("above", 10, 115, energy_std_mj=30)  # one std under: far below the best
-    explore = {**CHOICE, "explore": True, "measured": frozenset({"here"})}
+    explore = {**CHOICE, "settings": replace(SETTINGS, explore=True),
+               "evidence": Evidence(measured=frozenset({"here"}))}
     assert choose([current, above], current, **explore).prediction is above  # no floor known
     bounded = replace(above, power_floor_w=floor_w)
     choice = choose([current, bounded], current, **explore)

@@ -4,9 +4,11 @@ is its prior; one step down that axis from a point measured to meet the targets 
 the model's uncertainty allows, and measured, it isolates the axis. A point that missed is not
 explored again once its verdict expires."""
 
+from dataclasses import replace
+
 from edge_roofline.governor import selection
 from edge_roofline.governor.points import effective_clocks
-from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.policy import ChoiceSettings, Evidence, JointPrediction, StreamPrediction, choose
 from edge_roofline.governor.rules import Dominance
 from edge_roofline.governor.states import State
 from edge_roofline.platforms.base import OperatingPoint
@@ -16,7 +18,7 @@ from .test_governor import make
 from .test_rules import grid, launch_bound_governor, launch_bound_latency_s
 
 LIMIT_S = 0.010
-CHOICE = dict(violations={}, hysteresis=0.03, explore=True, explore_min_rel_std=0.08)
+CHOICE = dict(violations={}, settings=ChoiceSettings(hysteresis=0.03, explore=True, explore_min_rel_std=0.08))
 
 
 def point(name: str, latency_ms: float, power_w: float, latency_std_ms: float = 0.05) -> JointPrediction:
@@ -57,24 +59,27 @@ def test_a_probe_is_tried_within_the_uncertainty_the_likeliest_to_meet_first():
     best = point("best", 8.0, 10.0)
     wide = point("wide", 11.0, 9.0, latency_std_ms=1.0)  # 10 % over the limit, 2 sigma under it
     closer = point("closer", 10.5, 9.5, latency_std_ms=1.0)
-    options = dict(CHOICE, met=frozenset({"best"}))
-    assert choose([best, wide, closer], best, **options).prediction is best  # not a probe: not tried
-    choice = choose([best, wide, closer], best, probes=frozenset({"wide", "closer"}), **options)
+    met = Evidence(met=frozenset({"best"}))
+
+    def probing(*names: str, measured: frozenset[str] = frozenset()) -> Evidence:
+        return replace(met, probes=frozenset(names), measured=measured)
+    assert choose([best, wide, closer], best, evidence=met, **CHOICE).prediction is best  # not a probe: not tried
+    choice = choose([best, wide, closer], best, evidence=probing("wide", "closer"), **CHOICE)
     assert choice.exploring and choice.prediction is closer and "not isolated" in choice.reason
     # measured already, beyond two standard deviations, or no saving: not tried
-    assert choose([best, wide, closer], best, probes=frozenset({"wide", "closer"}), measured=frozenset({"closer"}),
-                  **options).prediction is wide
+    assert choose([best, wide, closer], best, evidence=probing("wide", "closer", measured=frozenset({"closer"})),
+                  **CHOICE).prediction is wide
     far = point("far", 13.0, 9.0, latency_std_ms=1.0)
-    assert choose([best, far], best, probes=frozenset({"far"}), **options).prediction is best
+    assert choose([best, far], best, evidence=probing("far"), **CHOICE).prediction is best
     dear = point("dear", 10.5, 11.0, latency_std_ms=1.0)
-    assert choose([best, dear], best, probes=frozenset({"dear"}), **options).prediction is best
+    assert choose([best, dear], best, evidence=probing("dear"), **CHOICE).prediction is best
     # at the predicted latency the input queue would grow without bound (11 ms at 90 Hz): not tried
     queue = JointPrediction(OperatingPoint("queue"), (StreamPrediction("default", 11e-3, 1e-3, 90.0, LIMIT_S, 1.0),),
                             9.0, 0.09)
-    assert choose([best, queue], best, probes=frozenset({"queue"}), **options).prediction is best
+    assert choose([best, queue], best, evidence=probing("queue"), **CHOICE).prediction is best
     # a miss being escaped: no probe
-    assert not choose([best, wide], best, probes=frozenset({"wide"}),
-                      **{**options, "violations": {"default": 1.2}}).exploring
+    assert not choose([best, wide], best, evidence=probing("wide"),
+                      **{**CHOICE, "violations": {"default": 1.2}}).exploring
 
 
 def test_a_launch_bound_law_finds_the_low_emc_clock_its_prior_overstates(tmp_path):
@@ -120,7 +125,7 @@ def test_a_point_that_missed_is_not_explored_again_when_its_verdict_expires(tmp_
 
     monkeypatch.setattr(selection, "choose", spy)
     drive(gov, platform, clock, 12.0)
-    assert below in seen["measured"]
+    assert below in seen["evidence"].measured
 
 
 def test_a_probe_is_made_once_per_model_whatever_the_rate_does(tmp_path):

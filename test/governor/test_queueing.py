@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from edge_roofline.governor.policy import JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.policy import ChoiceSettings, JointPrediction, StreamPrediction, choose
 from edge_roofline.governor.queueing import TAIL_SHARE, QueueShape, measure, rate_change_at
 from edge_roofline.platforms.base import OperatingPoint
 
@@ -105,7 +105,8 @@ def test_the_policy_does_not_choose_a_point_whose_queue_misses_the_target():
     busy, roomy = point("busy", 3.72e-3, 10.0), point("roomy", 3.0e-3, 12.0)
     assert busy.streams[0].latency_s * jitter <= limit_s  # the service time alone would pass
     assert busy.streams[0].percentile_s() > limit_s
-    choice = choose([busy, roomy], roomy, violations={}, hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
+    choice = choose([busy, roomy], roomy, violations={},
+                    settings=ChoiceSettings(hysteresis=0.03, explore=False, explore_min_rel_std=0.08))
     assert choice.prediction is roomy
 
 
@@ -132,7 +133,8 @@ def test_a_point_whose_queue_puts_more_than_the_tail_share_over_the_target_is_no
     busy, roomy = point("busy", rho, 10.0), point("roomy", 0.8, 10.5)
     assert busy.streams[0].percentile_s() <= limit_s  # the percentile alone would pass
     assert not busy.meets() and roomy.meets()
-    choice = choose([busy, roomy], busy, violations={}, hysteresis=0.03, explore=False, explore_min_rel_std=0.08)
+    choice = choose([busy, roomy], busy, violations={},
+                    settings=ChoiceSettings(hysteresis=0.03, explore=False, explore_min_rel_std=0.08))
     assert choice.prediction is roomy
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from edge_roofline.governor.config import GovernorConfig, StreamConfig
-from edge_roofline.governor.learned import Learned
+from edge_roofline.governor.learned import Learned, Readings
 from edge_roofline.governor.queueing import TAIL_SHARE
 from edge_roofline.governor.streams import Stream
 from edge_roofline.platforms.base import OperatingPoint
@@ -28,7 +28,7 @@ def test_a_point_meets_its_targets_only_with_at_most_the_tail_share_over_them(la
     window = s.window(3.0, cfg.window_s, cfg.min_window_samples)
     assert np.percentile(window.latencies_s, 95) <= s.limit_s(cfg.margin)
     assert (np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE) is not met
-    violations = learned.judge(cfg, point, 3.0, [s], {"tpot": window}, {"tpot": window}, 0.5, set(),
+    violations = learned.judge(Readings(cfg, point, 3.0, [s], {"tpot": window}, {"tpot": window}), 0.5, set(),
                                lambda *_: None)
     assert not violations and (point.name in learned.findings.met) is met
 
@@ -57,7 +57,7 @@ def test_a_burst_and_its_backlog_are_one_miss_not_a_tail():
         s.add_judged(i * 3e-3, step_ms[i] / 1e3, 30.0)
     window = s.window(600 * 3e-3, cfg.window_s, cfg.min_window_samples)
     assert np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE
-    violations = learned.judge(cfg, point, 600 * 3e-3, [s], {"frames": window}, {"frames": window}, 0.5,
+    violations = learned.judge(Readings(cfg, point, 600 * 3e-3, [s], {"frames": window}, {"frames": window}), 0.5,
                                set(), lambda *_: None)
     assert not violations and point.name in learned.findings.met
 
@@ -79,6 +79,6 @@ def test_a_window_over_the_tail_share_by_chance_neither_drops_nor_makes_a_met_po
         s.add_judged(i * 1e-2, latency_ms / 1e3, 30.0)
     window = s.window(3.0, cfg.window_s, cfg.min_window_samples)
     assert len(window.latencies_s) == 300 and np.mean(window.latencies_s > TARGET_MS / 1e3) > TAIL_SHARE
-    violations = learned.judge(cfg, point, 3.0, [s], {"frames": window}, {"frames": window}, 0.5, set(),
+    violations = learned.judge(Readings(cfg, point, 3.0, [s], {"frames": window}, {"frames": window}), 0.5, set(),
                                lambda *_: None)
     assert not violations and (point.name in learned.findings.met) is was_met

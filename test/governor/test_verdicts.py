@@ -2,6 +2,7 @@
 faster to go is never ruled out, a ruled-out point is tried again once its verdict expires, and
 frames of the model switched from are not judged against the new one."""
 
+from edge_roofline.governor.learned import Readings
 from edge_roofline.governor.verdicts import Misses, burst_going, cut_burst, miss_events, misses_target, pooled_miss
 
 from .fake_law import drive, true_energy_j
@@ -233,7 +234,7 @@ def test_a_point_explored_is_left_on_one_late_sample_in_each_of_two_streams(tmp_
 
     def judge(counted_from_s=now_s):
         none = {s.name: None for s in active}
-        return gov.learned.judge(gov.config, point, now_s, active, none, none, 0.5, set(), lambda *a: None,
+        return gov.learned.judge(Readings(gov.config, point, now_s, active, none, none), 0.5, set(), lambda *a: None,
                                  counted_from_s)
     assert point.name not in gov.findings.met
     assert judge(counted_from_s=now_s + 1.0) == {}  # in a change's grace waiting costs nothing counted
