@@ -75,15 +75,20 @@ def test_tensorrt_refuses_mixed_rather_than_building_another_precision():
         inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "mixed"}, None)
 
 
-def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration_cache():
-    """The cache is switchable with the precision (one set_parameters_atomically), not start-only."""
+def _tensorrt_switch() -> ModelSwitch:
+    """The inference node's ModelSwitch on a stand-in node serving backend tensorrt (nothing loads)."""
     node = SimpleNamespace(get_parameter=lambda name: SimpleNamespace(value=(DEFAULTS | {"backend": "tensorrt"})[name]),
                            get_logger=lambda: SimpleNamespace(error=lambda message: None),
                            add_on_set_parameters_callback=lambda callback: None,
                            add_post_set_parameters_callback=lambda callback: None)
     serving = SimpleNamespace(roofs_note=lambda p, loaded: "")
-    switch = ModelSwitch(node, PARAMETERS, SWITCHABLE, lambda p: SimpleNamespace(config=inference_config(p, None)),
-                         lambda loaded, wait_s: True, "frame", serving)
+    return ModelSwitch(node, PARAMETERS, SWITCHABLE, lambda p: SimpleNamespace(config=inference_config(p, None)),
+                       lambda loaded, wait_s: True, "frame", serving)
+
+
+def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration_cache():
+    """The cache is switchable with the precision (one set_parameters_atomically), not start-only."""
+    switch = _tensorrt_switch()
     refused = switch.on_parameters([SimpleNamespace(name="precision", value="int8")])
     assert not refused.successful and "\n" not in refused.reason
     assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: backend "
@@ -112,13 +117,7 @@ def test_an_engine_without_the_onnx_it_was_built_from_is_refused_in_one_line_nam
 
 def test_a_switch_to_an_engine_is_refused_until_it_brings_its_onnx_model():
     """onnx_model switches with the model (one set_parameters_atomically), not at start only."""
-    node = SimpleNamespace(get_parameter=lambda name: SimpleNamespace(value=(DEFAULTS | {"backend": "tensorrt"})[name]),
-                           get_logger=lambda: SimpleNamespace(error=lambda message: None),
-                           add_on_set_parameters_callback=lambda callback: None,
-                           add_post_set_parameters_callback=lambda callback: None)
-    serving = SimpleNamespace(roofs_note=lambda p, loaded: "")
-    switch = ModelSwitch(node, PARAMETERS, SWITCHABLE, lambda p: SimpleNamespace(config=inference_config(p, None)),
-                         lambda loaded, wait_s: True, "frame", serving)
+    switch = _tensorrt_switch()
     refused = switch.on_parameters([SimpleNamespace(name="model", value="/models/yolo.engine")])
     assert not refused.successful and "\n" not in refused.reason and "set -p onnx_model:=FILE" in refused.reason
     switched = switch.on_parameters([SimpleNamespace(name="model", value="/models/yolo.engine"),
