@@ -192,7 +192,10 @@ class TensorRTBackend(InferenceBackend):
         # Where an engine runs was fixed when it was built: a prebuilt one's sidecar says (without one, as asked).
         self.engine_dla_core = (meta.get("flags") or {}).get("dla_core") if meta is not None else self.dla_core
         self.logger.messages.clear()
-        engine = self.trt.Runtime(self.logger).deserialize_cuda_engine(path.read_bytes())
+        runtime = self.trt.Runtime(self.logger)
+        if self.engine_dla_core is not None:  # else it runs on the runtime's default core, not the one built for
+            runtime.DLA_core = self.engine_dla_core
+        engine = runtime.deserialize_cuda_engine(path.read_bytes())
         if engine is None:
             raise deserialize_failure(self.logger.messages, self.trt.__version__, where)
         self.engine, self.context = engine, engine.create_execution_context()

@@ -49,6 +49,7 @@ class FakeState:
     threads: threading.local = field(default_factory=threading.local)
     contexts: list = field(default_factory=list)  # every context made, primary first when retained
     primary_retains: int = 0
+    deserialized_dla_cores: list = field(default_factory=list)  # the runtime's DLA_core at each deserialize
 
     def stack(self) -> list:
         if not hasattr(self.threads, "stack"):
@@ -138,8 +139,10 @@ def install(monkeypatch, version: str = "10.3.0", device: str = "Orin (fake)",
     class Runtime:
         def __init__(self, logger):
             self.logger = logger
+            self.DLA_core = -1  # IRuntime's default: none set
 
         def deserialize_cuda_engine(self, data):
+            state.deserialized_dla_cores.append(self.DLA_core)
             if not data.startswith(MAGIC):
                 self.logger.log(1, "1: [stdArchiveReader.cpp::StdArchiveReader::54] Error Code 1: "
                                    "Serialization (Serialization assertion magicTagRead == "

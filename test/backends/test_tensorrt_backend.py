@@ -171,12 +171,13 @@ def test_the_roofs_are_checked_against_where_tensorrt_runs(runtime, tmp_path, ti
             "and bounds compare one's times with the other's roofs; set -p engine:=gpu")
     finally:
         loaded.close()
-    with _backend(tmp_path, dla_core=0) as builder:
+    with _backend(tmp_path, dla_core=1) as builder:
         builder.load(tiny_cnn)
         engine = builder.engine_path
-    assert runtime.last_config["DLA_core"] == 0
+    assert runtime.last_config["DLA_core"] == 1
     with _backend(tmp_path) as prebuilt:  # as the node makes it: no DLA core
         prebuilt.load(engine)
+        assert runtime.deserialized_dla_cores[-1] == 1  # runs on the core it was built for, not the default
         assert prebuilt.execution_target() == (None, "dla")
         assert roofs_mismatch("agx_orin_64gb", "dla", prebuilt.execution_target(), orin) == ""
         assert "set -p engine:=dla" in roofs_mismatch("agx_orin_64gb", "gpu", prebuilt.execution_target(), orin)
