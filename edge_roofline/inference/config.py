@@ -13,6 +13,7 @@ from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.inference.serving import is_tensorrt
 from edge_roofline.platforms.base import Platform
 from edge_roofline.roofline.ceilings import Ceilings
+from edge_roofline.virtual.params import CALIBRATION
 
 PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # parameters used with width, height
 
@@ -59,9 +60,11 @@ def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
     closed loop that looks whole and is not; refused instead, naming the parameters."""
     if getattr(platform, "board", None) is None:
         given = f"platform {p['platform']!r} gives no virtual Jetson" if p["platform"] else "no platform is set"
+        # The board the roofs are drawn for (device), where the virtual Jetson has one.
+        device = p["device"] if p["device"] in CALIBRATION else "agx_orin_64gb"
         raise ValueError(f"backend virtual times the model on a live virtual Jetson, and {given}: set -p "
-                         "platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR (the root of `edge-roofline "
-                         "virtual-jetson --device agx_orin_64gb --root DIR`), or use backend ort")
+                         f"platform:=virtual:{device} -p sysfs_root:=DIR (the root of `edge-roofline "
+                         f"virtual-jetson --device {device} --root DIR`), or use backend ort")
     return platform
 
 

@@ -136,6 +136,15 @@ def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, pl
         make_config(params | {"backend": "virtual", "platform": platform_param}, platform)
 
 
+@pytest.mark.parametrize("device, named", [("orin_nx_16gb", "orin_nx_16gb"), ("", "agx_orin_64gb"),
+                                           ("jetson_tx2", "agx_orin_64gb")])
+def test_the_virtual_jetson_hint_names_the_nodes_device_where_it_has_one(device, named):
+    """Before, it named agx_orin_64gb whatever device the node's roofs were drawn for."""
+    with pytest.raises(ValueError, match=f"set -p platform:=virtual:{named} -p sysfs_root:=DIR \\(the root of "
+                                         f"`edge-roofline virtual-jetson --device {named} --root DIR`\\)"):
+        inference_config(DEFAULTS | {"backend": "virtual", "device": device}, None)
+
+
 def test_bad_parameters_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="queue_depth must be >= 1"):
         inference_config(DEFAULTS | {"queue_depth": 0}, None)
