@@ -68,10 +68,12 @@ chart_file = file_to_write(formats=(".png", ".svg"), what="charts", example="cha
 
 
 def existing_file(text: str) -> str:
-    """A file the command reads, checked before the run instead of failing inside it."""
-    if not Path(text).expanduser().is_file():
-        raise argparse.ArgumentTypeError(f"{text} is not a file")
-    return text
+    """A file the command reads, checked before the run instead of failing inside it; given back
+    with ~ expanded, as checked (the reader would take ``~`` for a folder of that name)."""
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text} is not a file: give the path of an existing file")
+    return str(path)
 
 
 def add_calibration_cache(parser: argparse.ArgumentParser) -> None:
