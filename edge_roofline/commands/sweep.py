@@ -117,9 +117,9 @@ def _sweep_model(args, source: str, store, settings, calibration: dict) -> None:
               f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
         if summary.failures:
             first = summary.failures[0]
+            report = f"`edge-roofline report {args.out}`" if args.no_report else f"the report of {args.out}"
             print(f"{sim}{cost.model}: failed points: {', '.join(r.name for r in summary.failures)} (first error: "
-                  f"{first.error}; the report of {args.out} lists each error; --resume tries them again)",
-                  file=sys.stderr)
+                  f"{first.error}; {report} lists each error; --resume tries them again)", file=sys.stderr)
         if args.budget is not None:
             measured = store.results(cost.model, args.precision)
             chosen = {p.name for p in todo}
