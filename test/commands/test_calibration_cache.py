@@ -42,8 +42,8 @@ def test_profile_builds_int8_from_the_calibration_cache(runtime, cache, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--precision", "int8"], "error: --backend tensorrt builds int8 from a calibration cache (it does not "
-                              "calibrate): give --calibration-cache FILE"),
+    (["--precision", "int8"], "error: TensorRT builds int8 from a calibration cache (it replays one, it does not "
+                              "calibrate) and none is given: set --calibration-cache FILE"),
     (["--precision", "fp16", "--calibration-cache", "CACHE"], "error: --calibration-cache is read only by an int8 "
                                                               "TensorRT build (this one: tensorrt at fp16)"),
 ], ids=["int8 without", "fp16 with"])
@@ -88,8 +88,9 @@ def test_sweep_gives_the_tensorrt_backend_the_calibration_cache(runtime, cache, 
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["zoo:tiny_cnn"], "error: --backend tensorrt builds int8 from a calibration cache (it does not calibrate): "
-                       "give --calibration-cache FILE"),
+    (["zoo:tiny_cnn"], "error: TensorRT builds int8 from a calibration cache (it replays one, it does not "
+                       "calibrate) and none is given: set --calibration-cache FILE (a TensorRT calibration cache of "
+                       "the model), or --precision fp16"),
     # A cache holds one model's scales, by its tensors' names: one for several would be wrong for all but one.
     (["zoo:tiny_cnn", "zoo:mobilenetv2", "--calibration-cache", "CACHE"],
      "error: --backend tensorrt builds each model at int8 from that model's calibration cache: sweep them one at a "

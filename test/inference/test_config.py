@@ -62,9 +62,10 @@ def test_tensorrt_builds_at_the_precision_in_force_with_the_calibration_cache(ba
 
 
 def test_tensorrt_at_int8_without_a_calibration_cache_is_refused_naming_the_parameter():
-    with pytest.raises(ValueError, match="^invalid inference parameters: backend tensorrt builds int8 from a "
-                                         "calibration cache and none is set: set -p calibration_cache:=FILE "
-                                         r"\(a TensorRT calibration cache of this model\), or precision fp16$"):
+    with pytest.raises(ValueError, match=r"^invalid inference parameters: TensorRT builds int8 from a calibration "
+                                         r"cache \(it replays one, it does not calibrate\) and none is given: set -p "
+                                         r"calibration_cache:=FILE \(a TensorRT calibration cache of the model\), or -p "
+                                         "precision:=fp16$"):
         inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "int8"}, None)
 
 
@@ -91,9 +92,9 @@ def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration
     switch = _tensorrt_switch()
     refused = switch.on_parameters([SimpleNamespace(name="precision", value="int8")])
     assert not refused.successful and "\n" not in refused.reason
-    assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: backend "
-                                     "tensorrt builds int8 from a calibration cache and none is set: set -p "
-                                     "calibration_cache:=FILE")
+    assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: TensorRT "
+                                     "builds int8 from a calibration cache (it replays one, it does not calibrate) "
+                                     "and none is given: set -p calibration_cache:=FILE")
     switched = switch.on_parameters([SimpleNamespace(name="precision", value="int8"),
                                      SimpleNamespace(name="calibration_cache", value="/models/tiny.cache")])
     assert switched.successful
