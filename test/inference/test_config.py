@@ -64,8 +64,8 @@ def test_tensorrt_builds_at_the_precision_in_force_with_the_calibration_cache(ba
 def test_tensorrt_at_int8_without_a_calibration_cache_is_refused_naming_the_parameter():
     with pytest.raises(ValueError, match=r"^invalid inference parameters: TensorRT builds int8 from a calibration "
                                          r"cache \(it replays one, it does not calibrate\) and none is given: set -p "
-                                         r"calibration_cache:=FILE \(a TensorRT calibration cache of the model\), or -p "
-                                         "precision:=fp16$"):
+                                         r"calibration_cache:=FILE \(a TensorRT calibration cache of the model\), "
+                                         "or -p precision:=fp16$"):
         inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "int8"}, None)
 
 
