@@ -21,6 +21,19 @@ PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # p
 def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
     """The validated InferenceConfig; preprocessing from the parameters when width and height
     are set (else from the model's input), and what the backend is made with."""
+    return _validated(p, _backend_options(p, platform))
+
+
+def check_settings(p: Mapping) -> None:
+    """Raise ValueError for what the node refuses at start without its platform or a model file
+    (InferenceConfig.validate: an engine without onnx_model, int8 TensorRT without
+    calibration_cache, mixed on the virtual board or TensorRT, preprocessing without the input
+    size, ...), rclpy-free: the suite runs it on a parameter file before it starts anything. The
+    virtual backend's board comes with the platform: checked once the node has it."""
+    _validated(p, {} if p["backend"] == "virtual" else _backend_options(p, None))
+
+
+def _validated(p: Mapping, backend_options: dict) -> InferenceConfig:
     pre = None
     if p["width"] or p["height"]:
         pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
@@ -39,7 +52,7 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
                              queue_depth=p["queue_depth"], profile_every_frames=p["profile_every_frames"],
                              profile_every_s=p["profile_every_s"],
                              profile_budget_fraction=p["profile_budget_fraction"],
-                             backend_options=_backend_options(p, platform))
+                             backend_options=backend_options)
     config.validate()
     return config
 
