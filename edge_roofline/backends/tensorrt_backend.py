@@ -56,6 +56,12 @@ def calibration_problem(precision: str, calibration_cache, *, cache: str = "cali
     return None
 
 
+def calibration_sha256(path: str | Path) -> str:
+    """What a calibration cache holds, as an engine built from it (its cache key) and a sweep
+    resumed with it (its settings) tell it from another: a file rewritten in place is another."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _import_runtime():
     try:
         import tensorrt as trt
@@ -124,8 +130,7 @@ class TensorRTBackend(InferenceBackend):
     # ---- loading ----------------------------------------------------------------------
     def _flags(self) -> dict:
         return {"precision": self.precision, "dla_core": self.dla_core,
-                "calibration_sha256": hashlib.sha256(self.calibration_cache.read_bytes()).hexdigest()
-                if self.calibration_cache else None}
+                "calibration_sha256": calibration_sha256(self.calibration_cache) if self.calibration_cache else None}
 
     @_in_context
     def load(self, model: Any) -> None:
