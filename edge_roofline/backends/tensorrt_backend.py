@@ -39,10 +39,27 @@ from edge_roofline.backends.tensorrt_layers import (
     engine_metadata, parse_layer_information,
 )
 from edge_roofline.clock import Clock
+from edge_roofline.models.source import is_engine
 
 
 def default_engine_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "edge_roofline" / "engines"
+
+
+def calibration_problem(precision: str, calibration_cache, *, cache: str = "calibration_cache=FILE",
+                        fp16: str = "precision fp16") -> str | None:
+    """Why a build at ``precision`` cannot run (None: it can): an int8 build replays a calibration
+    cache, TensorRT here does not calibrate. ``cache``, ``fp16``: how the caller's user sets them."""
+    if precision == "int8" and not calibration_cache:
+        return (f"TensorRT builds int8 from a calibration cache (it replays one, it does not calibrate) and none is "
+                f"given: set {cache} (a TensorRT calibration cache of the model), or {fp16}")
+    return None
+
+
+def calibration_sha256(path: str | Path) -> str:
+    """What a calibration cache holds, as an engine built from it (its cache key) and a sweep
+    resumed with it (its settings) tell it from another: a file rewritten in place is another."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _import_runtime():
@@ -113,14 +130,13 @@ class TensorRTBackend(InferenceBackend):
     # ---- loading ----------------------------------------------------------------------
     def _flags(self) -> dict:
         return {"precision": self.precision, "dla_core": self.dla_core,
-                "calibration_sha256": hashlib.sha256(self.calibration_cache.read_bytes()).hexdigest()
-                if self.calibration_cache else None}
+                "calibration_sha256": calibration_sha256(self.calibration_cache) if self.calibration_cache else None}
 
     @_in_context
     def load(self, model: Any) -> None:
         """An ONNX model (path, bytes, ModelProto) is built or taken from the engine cache; a
         path ending in .engine/.plan is a prebuilt engine."""
-        if isinstance(model, (str, Path)) and Path(model).suffix in (".engine", ".plan"):
+        if isinstance(model, (str, Path)) and is_engine(str(model)):
             path = Path(model)
             if not path.exists():
                 raise ModelLoadError(f"engine file '{path}' does not exist")
@@ -149,12 +165,11 @@ class TensorRTBackend(InferenceBackend):
 
     def _check_calibration_cache(self) -> None:
         """An int8 build replays a calibration cache (before it is hashed for the engine cache key)."""
-        if self.precision != "int8":
-            return
-        if self.calibration_cache is None:
-            raise ValueError("an int8 build needs calibration_cache (a TensorRT calibration cache file)")
-        if not self.calibration_cache.is_file():
-            raise ValueError(f"calibration cache '{self.calibration_cache}' does not exist")
+        if (problem := calibration_problem(self.precision, self.calibration_cache)) is not None:
+            raise ValueError(problem)
+        if self.calibration_cache is not None and not self.calibration_cache.is_file():
+            raise ValueError(f"calibration cache '{self.calibration_cache}' does not exist: set calibration_cache to "
+                             f"an existing file (a TensorRT calibration cache of the model)")
 
     def _build(self, onnx_bytes: bytes) -> bytes:
         trt = self.trt

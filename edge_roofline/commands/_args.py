@@ -68,10 +68,12 @@ chart_file = file_to_write(formats=(".png", ".svg"), what="charts", example="cha
 
 
 def existing_file(text: str) -> str:
-    """A file the command reads, checked before the run instead of failing inside it."""
-    if not Path(text).expanduser().is_file():
-        raise argparse.ArgumentTypeError(f"{text} is not a file")
-    return text
+    """A file the command reads, checked before the run instead of failing inside it; given back
+    with ~ expanded, as checked (the reader would take ``~`` for a folder of that name)."""
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text} is not a file: give the path of an existing file")
+    return str(path)
 
 
 def add_calibration_cache(parser: argparse.ArgumentParser) -> None:
@@ -83,10 +85,12 @@ def add_calibration_cache(parser: argparse.ArgumentParser) -> None:
 def calibration_options(backend: str, precision: str, calibration_cache: str | None) -> dict:
     """The backend's ``calibration_cache`` option: an int8 TensorRT build replays one (the backend does
     not calibrate), so one is asked for there in one line, and refused where nothing would read it."""
+    from edge_roofline.backends.tensorrt_backend import calibration_problem
+
     int8_build = backend == "tensorrt" and precision == "int8"
-    if int8_build and not calibration_cache:
-        raise ValueError("--backend tensorrt builds int8 from a calibration cache (it does not calibrate): give "
-                         "--calibration-cache FILE (a TensorRT calibration cache of the model), or --precision fp16")
+    if int8_build and (problem := calibration_problem(precision, calibration_cache, cache="--calibration-cache FILE",
+                                                      fp16="--precision fp16")) is not None:
+        raise ValueError(problem)
     if calibration_cache and not int8_build:
         raise ValueError(f"--calibration-cache is read only by an int8 TensorRT build (this one: {backend} at "
                          f"{precision}): leave it out")

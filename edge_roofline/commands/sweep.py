@@ -9,6 +9,8 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
+
 from edge_roofline.commands._args import POSITIVE_MS, add_calibration_cache, calibration_options
 
 NAME = "sweep"
@@ -72,6 +74,18 @@ def _calibration(args) -> dict:
     return calibration_options(backend, args.precision, args.calibration_cache)
 
 
+def _recorded(calibration: dict) -> dict:
+    """The calibration cache in the sweep's settings, which --resume must match: the file it
+    resolves to and what it holds (its path as typed would refuse the same file named another
+    way, and take one rewritten in place)."""
+    if not calibration:
+        return {}
+    from edge_roofline.backends.tensorrt_backend import calibration_sha256
+
+    path = Path(calibration["calibration_cache"]).resolve()
+    return {"calibration_cache": str(path), "calibration_sha256": calibration_sha256(path)}
+
+
 def _make_rig(args, calibration: dict):
     from edge_roofline.characterise.sweep import device_rig, virtual_rig
 
@@ -111,15 +125,15 @@ def _sweep_model(args, source: str, store, settings, calibration: dict) -> None:
             todo = points
         sweep = Sweep(rig.platform, rig.backend, store, cost, clock=rig.clock,
                       settings=settings, threaded_sampling=rig.threaded_sampling, precision=args.precision,
-                      extra_settings={"model_source": source} | calibration)
+                      extra_settings={"model_source": source} | _recorded(calibration))
         summary = sweep.run(todo, resume=args.resume)
         print(f"{sim}{cost.model}: {summary.measured} points measured, {summary.failed} failed, "
               f"{summary.skipped} done before; {summary.wall_s:.1f} s; restored {summary.original_point}")
         if summary.failures:
             first = summary.failures[0]
+            report = f"`edge-roofline report {args.out}`" if args.no_report else f"the report of {args.out}"
             print(f"{sim}{cost.model}: failed points: {', '.join(r.name for r in summary.failures)} (first error: "
-                  f"{first.error}; the report of {args.out} lists each error; --resume tries them again)",
-                  file=sys.stderr)
+                  f"{first.error}; {report} lists each error; --resume tries them again)", file=sys.stderr)
         if args.budget is not None:
             measured = store.results(cost.model, args.precision)
             chosen = {p.name for p in todo}

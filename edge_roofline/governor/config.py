@@ -352,6 +352,8 @@ class GovernorConfig:
             raise ConfigError(f"min_window_samples must be >= 1 and window_s > 0 s (no percentile otherwise), got "
                               f"{self.min_window_samples} and {self.window_s}")
         object.__setattr__(self, "streams", streams_from_list(self.streams))
+        if self.prior_table and len(self.stream_configs) > 1:
+            raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
 
     @property
     def target_latency_s(self) -> float:

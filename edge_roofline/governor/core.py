@@ -82,9 +82,7 @@ class Governor(Selection):
         for name, stream in self.streams.items():
             if analyses.get(name) is not None or self.device is None:
                 self.set_model(analyses.get(name), stream=name)
-        if config.prior_table:
-            if len(self.streams) > 1:
-                raise ConfigError("prior_table describes one model: use it with one stream (no streams list)")
+        if config.prior_table:  # one stream (GovernorConfig)
             fit_prior_table(config.prior_table, self.predictor, self.energy, self.device, platform.identity().simulated)
         self.record_found()  # once the settings are found good: a start refused leaves no record
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from edge_roofline.governor.config import GovernorConfig
+from edge_roofline.governor.config import ConfigError, GovernorConfig
 from edge_roofline.governor.settings import config_dict, markdown_table, parameter_table
 
 NODE_ONLY = {
@@ -33,12 +33,16 @@ NODE_ONLY = {
 PARAMETERS = {**parameter_table(GovernorConfig), **NODE_ONLY}
 
 
-def check_settings(values: Mapping[str, Any]) -> None:
-    """Raise ConfigError for what GovernorConfig refuses among ``values`` (parameters by name,
-    the rest at the node's defaults), as the node would at start: the suite runs it on a
-    parameter file and its arguments before it starts the board and the other nodes."""
-    defaults = {name: default for name, (default, _) in PARAMETERS.items()}
-    GovernorConfig.from_dict(config_dict(GovernorConfig, {**defaults, **values}))
+def node_config(p: Mapping[str, Any]) -> GovernorConfig:
+    """The node's parameters (every one of PARAMETERS, by name) as a GovernorConfig, or ConfigError for
+    all that can be refused without the board: what GovernorConfig refuses, and a flat ``model``
+    with ``streams`` (which stream would it describe?). The node starts from it, and the suite runs
+    it on a parameter file and its arguments before it starts the board and the other nodes."""
+    data = config_dict(GovernorConfig, p)
+    if data["streams"] and p["model"]:
+        raise ConfigError(f"model {p['model']!r} names no stream: with streams, give the stream its own "
+                          f"model key (e.g. {{name: {data['streams'][0].name}, model: {p['model']}, ...}})")
+    return GovernorConfig.from_dict(data)
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "nodes.md"

@@ -12,7 +12,7 @@ from pathlib import Path
 from edge_roofline.clock import Clock
 from edge_roofline.governor.board_lock import BoardLock, board_lock_path, previous_record_warning
 from edge_roofline.governor.config import ConfigError, GovernorConfig, StreamConfig
-from edge_roofline.governor.settings import config_dict
+from edge_roofline.governor.node_parameters import node_config
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.decision import Decision, report
 from edge_roofline.governor.model_follow import ModelFollower
@@ -43,15 +43,11 @@ def default_state_path(sysfs_root: str) -> Path:
 
 
 def governor_config(p: dict) -> GovernorConfig:
-    """The node's parameters as a GovernorConfig (the core validates every value). With a
-    ``streams`` parameter each stream has its own target, percentile and model; the flat
-    ``target_latency_ms``/``percentile`` then apply to no stream, and a flat ``model`` is refused:
-    which stream would it describe?"""
-    data = config_dict(GovernorConfig, p)
-    if data["streams"] and p["model"]:
-        raise ConfigError(f"model {p['model']!r} names no stream: with streams, give the stream its own "
-                          f"model key (e.g. {{name: {data['streams'][0].name}, model: {p['model']}, ...}})")
-    return GovernorConfig.from_dict({**data, "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"]))})
+    """The node's parameters as a GovernorConfig (node_parameters.node_config), its crash record
+    where the board keeps it unless ``state_path`` names one. With a ``streams`` parameter each
+    stream has its own target, percentile and model; the flat ``target_latency_ms``/``percentile``
+    then apply to no stream."""
+    return node_config({**p, "state_path": p["state_path"] or str(default_state_path(p["sysfs_root"]))})
 
 
 def open_platform(spec: str, *, sysfs_root: str, nvpmodel_cmd: str,

@@ -13,6 +13,7 @@ from edge_roofline.inference.preprocess import PreprocessConfig
 from edge_roofline.inference.serving import is_tensorrt
 from edge_roofline.platforms.base import Platform
 from edge_roofline.roofline.ceilings import Ceilings
+from edge_roofline.virtual.params import CALIBRATION
 
 PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # parameters used with width, height
 
@@ -20,6 +21,19 @@ PREPROCESSING = ("color_order", "resize", "mean", "std", "scale", "layout")  # p
 def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
     """The validated InferenceConfig; preprocessing from the parameters when width and height
     are set (else from the model's input), and what the backend is made with."""
+    return _validated(p, _backend_options(p, platform))
+
+
+def check_settings(p: Mapping) -> None:
+    """Raise ValueError for what the node refuses at start without its platform or a model file
+    (InferenceConfig.validate: an engine without onnx_model, int8 TensorRT without
+    calibration_cache, mixed on the virtual board or TensorRT, preprocessing without the input
+    size, ...), rclpy-free: the suite runs it on a parameter file before it starts anything. The
+    virtual backend's board comes with the platform: checked once the node has it."""
+    _validated(p, {} if p["backend"] == "virtual" else _backend_options(p, None))
+
+
+def _validated(p: Mapping, backend_options: dict) -> InferenceConfig:
     pre = None
     if p["width"] or p["height"]:
         pre = PreprocessConfig(width=p["width"], height=p["height"], color_order=p["color_order"],
@@ -38,7 +52,7 @@ def inference_config(p: Mapping, platform: Platform | None) -> InferenceConfig:
                              queue_depth=p["queue_depth"], profile_every_frames=p["profile_every_frames"],
                              profile_every_s=p["profile_every_s"],
                              profile_budget_fraction=p["profile_budget_fraction"],
-                             backend_options=_backend_options(p, platform))
+                             backend_options=backend_options)
     config.validate()
     return config
 
@@ -59,9 +73,11 @@ def _virtual_board(p: Mapping, platform: Platform | None) -> Platform:
     closed loop that looks whole and is not; refused instead, naming the parameters."""
     if getattr(platform, "board", None) is None:
         given = f"platform {p['platform']!r} gives no virtual Jetson" if p["platform"] else "no platform is set"
+        # The board the roofs are drawn for (device), where the virtual Jetson has one.
+        device = p["device"] if p["device"] in CALIBRATION else "agx_orin_64gb"
         raise ValueError(f"backend virtual times the model on a live virtual Jetson, and {given}: set -p "
-                         "platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR (the root of `edge-roofline "
-                         "virtual-jetson --device agx_orin_64gb --root DIR`), or use backend ort")
+                         f"platform:=virtual:{device} -p sysfs_root:=DIR (the root of `edge-roofline "
+                         f"virtual-jetson --device {device} --root DIR`), or use backend ort")
     return platform
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from edge_roofline.backends import BACKENDS
 from edge_roofline.backends.base import BackendError, InferenceBackend
+from edge_roofline.backends.tensorrt_backend import calibration_problem
 from edge_roofline.inference.preprocess import PreprocessConfig, image_to_array, preprocess
 from edge_roofline.models.source import is_engine, load_model, load_model_source
 from edge_roofline.roofline.ceilings import Ceilings
@@ -65,12 +66,11 @@ class InferenceConfig:
             how = ("times the whole model at one precision" if self.backend == "virtual"
                    else "builds at fp32, fp16 or int8 (its builder flags)")
             problems.append(f"backend {self.backend} {how}, not mixed: set precision to fp32, fp16 or int8")
-        elif (self.precision == "int8" and is_tensorrt(self.backend) and not is_engine(self.model)
-              and not self.backend_options.get("calibration_cache")):
-            # The backend replays a cache, it does not calibrate: without one there is no int8 build (an engine
-            # is built already).
-            problems.append(f"backend {self.backend} builds int8 from a calibration cache and none is set: set -p "
-                            "calibration_cache:=FILE (a TensorRT calibration cache of this model), or precision fp16")
+        elif is_tensorrt(self.backend) and not is_engine(self.model):  # an engine is built already
+            # The backend's own rule, here before TensorRT is imported, in the node's parameters.
+            problems += filter(None, [calibration_problem(self.precision, self.backend_options.get("calibration_cache"),
+                                                          cache="-p calibration_cache:=FILE",
+                                                          fp16="-p precision:=fp16")])
         if self.preprocess is not None:
             try:
                 self.preprocess.validate()

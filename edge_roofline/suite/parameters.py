@@ -2,7 +2,8 @@
 node, an unknown key or a value of the wrong type is refused with one line naming the file, the
 key and the allowed ones (ROS itself would ignore the first two and fail the node on the third);
 then a node's values by the node's own check where it has one (SETTINGS_CHECKS: the governor's
-GovernorConfig), which the node would otherwise run only once the suite had started around it.
+and the inference node's), which the node would otherwise run only once the suite had started
+around it.
 
 What a node declares is its module-level ``PARAMETERS`` table in ``edge_roofline/nodes/NODE.py``,
 read here with ``ast`` so that checking a file needs neither rclpy nor the nodes' imports (a
@@ -18,12 +19,13 @@ import functools
 import importlib
 from pathlib import Path
 
-from edge_roofline.governor.node_parameters import check_settings as check_governor_settings
+from edge_roofline.governor.node_parameters import node_config
+from edge_roofline.inference.config import check_settings as check_inference_settings
 
 NODES_DIR = Path(__file__).resolve().parent.parent / "nodes"
 # A node's own check of its values (rclpy-free), where it has one: what the node would refuse at
 # start is refused with the file and the arguments, before the suite starts anything around it.
-SETTINGS_CHECKS = {"governor": check_governor_settings}
+SETTINGS_CHECKS = {"governor": node_config, "inference": check_inference_settings}
 # Declared by rclpy itself on every node.
 ROS_PARAMETERS = {"use_sim_time": False, "start_type_description_service": True}
 UNCHECKED = ...  # a default that is not a literal: the type is left to the node
@@ -124,9 +126,9 @@ def check_parameter_file(path: str | Path, params: dict[str, dict]) -> None:
 
 def settings_problem(node: str, values: dict) -> str | None:
     """What ``node``'s own check (SETTINGS_CHECKS) refuses among ``values`` (its parameters by
-    name); None when nothing is, or the node has no check."""
+    name, the others at their defaults); None when nothing is, or the node has no check."""
     try:
-        SETTINGS_CHECKS.get(node, lambda _: None)(values)
+        SETTINGS_CHECKS.get(node, lambda _: None)({**declared_parameters().get(node, {}), **values})
     except ValueError as exc:
         return str(exc)
     return None

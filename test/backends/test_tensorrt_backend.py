@@ -185,11 +185,14 @@ def test_the_roofs_are_checked_against_where_tensorrt_runs(runtime, tmp_path, ti
 
 def test_an_int8_build_needs_a_calibration_cache(runtime, tmp_path, tiny_cnn):
     with _backend(tmp_path, precision="int8") as backend, pytest.raises(
-            ValueError, match=r"^an int8 build needs calibration_cache \(a TensorRT calibration cache file\)$"):
+            ValueError, match=r"^TensorRT builds int8 from a calibration cache \(it replays one, it does not "
+                              r"calibrate\) and none is given: set calibration_cache=FILE \(a TensorRT calibration "
+                              r"cache of the model\), or precision fp16$"):
         backend.load(tiny_cnn)
     # Was a FileNotFoundError from hashing it for the cache key, before the calibrator's own check.
     with _backend(tmp_path, precision="int8", calibration_cache=tmp_path / "none.cache") as backend, pytest.raises(
-            ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist$"):
+            ValueError, match=f"^calibration cache '{tmp_path / 'none.cache'}' does not exist: set calibration_cache "
+                              r"to an existing file \(a TensorRT calibration cache of the model\)$"):
         backend.load(tiny_cnn)
     assert runtime.builds == 0
 

@@ -80,6 +80,8 @@ def test_sweep_exits_2_when_no_point_is_measured_and_names_failed_points(tmp_pat
     out, err = capsys.readouterr()
     assert "1 points measured, 1 failed" in out
     assert "tiny_cnn: failed points: bad (first error: OperatingPointError: bad: GPU cap 777.0 MHz" in err
+    # No report was written: the line names the command that writes one (was "the report of OUT").
+    assert f"`edge-roofline report {tmp_path / 'some'}` lists each error; --resume tries them again)" in err
 
 
 def _chromium(args, url):

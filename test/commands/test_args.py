@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from edge_roofline.commands._args import chart_file, file_to_write, output_file
+from edge_roofline.commands._args import chart_file, existing_file, file_to_write, output_file
 
 
 @pytest.mark.parametrize("parse, name, problem", [
@@ -27,3 +27,13 @@ def test_a_file_that_cannot_be_written_is_refused_with_what_it_needs(tmp_path, p
 def test_a_file_that_can_be_written_is_given_back_as_is(tmp_path, parse, name):
     text = str(tmp_path / name) if name else ""  # a chart's writer makes its folder; "" is none
     assert parse(text) == text
+
+
+def test_a_file_to_read_is_given_back_as_checked_with_home_expanded(tmp_path, monkeypatch):
+    """Before, ``~/m.cache`` passed the check (expanded) and went on as typed: the backend found no such file."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "m.cache").write_bytes(b"cache")
+    assert existing_file("~/m.cache") == str(tmp_path / "m.cache")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^~/none.cache is not a file: give the path of an "
+                                                           "existing file$"):
+        existing_file("~/none.cache")

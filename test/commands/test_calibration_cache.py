@@ -42,8 +42,8 @@ def test_profile_builds_int8_from_the_calibration_cache(runtime, cache, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--precision", "int8"], "error: --backend tensorrt builds int8 from a calibration cache (it does not "
-                              "calibrate): give --calibration-cache FILE"),
+    (["--precision", "int8"], "error: TensorRT builds int8 from a calibration cache (it replays one, it does not "
+                              "calibrate) and none is given: set --calibration-cache FILE"),
     (["--precision", "fp16", "--calibration-cache", "CACHE"], "error: --calibration-cache is read only by an int8 "
                                                               "TensorRT build (this one: tensorrt at fp16)"),
 ], ids=["int8 without", "fp16 with"])
@@ -88,8 +88,9 @@ def test_sweep_gives_the_tensorrt_backend_the_calibration_cache(runtime, cache, 
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["zoo:tiny_cnn"], "error: --backend tensorrt builds int8 from a calibration cache (it does not calibrate): "
-                       "give --calibration-cache FILE"),
+    (["zoo:tiny_cnn"], "error: TensorRT builds int8 from a calibration cache (it replays one, it does not "
+                       "calibrate) and none is given: set --calibration-cache FILE (a TensorRT calibration cache of "
+                       "the model), or --precision fp16"),
     # A cache holds one model's scales, by its tensors' names: one for several would be wrong for all but one.
     (["zoo:tiny_cnn", "zoo:mobilenetv2", "--calibration-cache", "CACHE"],
      "error: --backend tensorrt builds each model at int8 from that model's calibration cache: sweep them one at a "
@@ -107,3 +108,25 @@ def test_a_virtual_sweep_reads_no_cache(tmp_path, cache, capsys):
                  "--calibration-cache", str(cache), "--out", str(tmp_path / "out")]) == 2
     assert "--calibration-cache is read only by an int8 TensorRT build (this one: virtual at int8)" in \
         _one_line_error(capsys, "sweep")
+
+
+def test_a_resume_matches_the_cache_by_its_file_and_bytes(cache, tmp_path, monkeypatch, capsys):
+    """Before, the path as typed was recorded: the same file named another way was refused, and one
+    rewritten in place was taken. The sweep runs on a virtual board here (only its settings matter)."""
+    import edge_roofline.characterise.sweep as characterise_sweep
+
+    monkeypatch.setattr(characterise_sweep, "device_rig",
+                        lambda *args, **kwargs: characterise_sweep.virtual_rig("agx_orin_64gb", "int8"))
+    monkeypatch.chdir(tmp_path)
+
+    def sweep(cache_text: str, *more: str) -> int:
+        return main(["sweep", "zoo:tiny_cnn", "--platform", "jetson", "--precision", "int8", "--calibration-cache",
+                     cache_text, "--points", "presets", "--runs", "5", "--warmup", "1", "--settle-s", "0",
+                     "--idle-s", "0", "--min-window-s", "0", "--no-report", "--out", str(tmp_path / "out"), *more])
+
+    assert sweep(str(cache)) == 0
+    assert sweep(cache.name, "--resume") == 0  # the same file, relative to the folder it is in
+    cache.write_bytes(b"TRT-calibration, another")
+    capsys.readouterr()
+    assert sweep(str(cache), "--resume") == 2
+    assert "was run with other settings (calibration_sha256:" in capsys.readouterr().err

@@ -62,9 +62,10 @@ def test_tensorrt_builds_at_the_precision_in_force_with_the_calibration_cache(ba
 
 
 def test_tensorrt_at_int8_without_a_calibration_cache_is_refused_naming_the_parameter():
-    with pytest.raises(ValueError, match="^invalid inference parameters: backend tensorrt builds int8 from a "
-                                         "calibration cache and none is set: set -p calibration_cache:=FILE "
-                                         r"\(a TensorRT calibration cache of this model\), or precision fp16$"):
+    with pytest.raises(ValueError, match=r"^invalid inference parameters: TensorRT builds int8 from a calibration "
+                                         r"cache \(it replays one, it does not calibrate\) and none is given: set -p "
+                                         r"calibration_cache:=FILE \(a TensorRT calibration cache of the model\), "
+                                         "or -p precision:=fp16$"):
         inference_config(DEFAULTS | {"backend": "tensorrt", "precision": "int8"}, None)
 
 
@@ -91,9 +92,9 @@ def test_a_switch_to_int8_is_refused_in_one_line_until_it_brings_the_calibration
     switch = _tensorrt_switch()
     refused = switch.on_parameters([SimpleNamespace(name="precision", value="int8")])
     assert not refused.successful and "\n" not in refused.reason
-    assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: backend "
-                                     "tensorrt builds int8 from a calibration cache and none is set: set -p "
-                                     "calibration_cache:=FILE")
+    assert refused.reason.startswith("not switched to zoo:tiny_cnn on tensorrt: invalid inference parameters: TensorRT "
+                                     "builds int8 from a calibration cache (it replays one, it does not calibrate) "
+                                     "and none is given: set -p calibration_cache:=FILE")
     switched = switch.on_parameters([SimpleNamespace(name="precision", value="int8"),
                                      SimpleNamespace(name="calibration_cache", value="/models/tiny.cache")])
     assert switched.successful
@@ -134,6 +135,15 @@ def test_the_virtual_backend_without_a_virtual_jetson_is_refused(make_config, pl
     with pytest.raises(ValueError, match=f"backend virtual times the model on a live virtual Jetson, and {given}: "
                                          r"set -p platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR"):
         make_config(params | {"backend": "virtual", "platform": platform_param}, platform)
+
+
+@pytest.mark.parametrize("device, named", [("orin_nx_16gb", "orin_nx_16gb"), ("", "agx_orin_64gb"),
+                                           ("jetson_tx2", "agx_orin_64gb")])
+def test_the_virtual_jetson_hint_names_the_nodes_device_where_it_has_one(device, named):
+    """Before, it named agx_orin_64gb whatever device the node's roofs were drawn for."""
+    with pytest.raises(ValueError, match=f"set -p platform:=virtual:{named} -p sysfs_root:=DIR \\(the root of "
+                                         f"`edge-roofline virtual-jetson --device {named} --root DIR`\\)"):
+        inference_config(DEFAULTS | {"backend": "virtual", "device": device}, None)
 
 
 def test_bad_parameters_are_refused_with_the_reason():

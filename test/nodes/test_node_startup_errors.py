@@ -23,8 +23,9 @@ CASES = [
     ("inference", {"backend": "virtual"}, "backend virtual times the model on a live virtual Jetson, and no "
                                           "platform is set: set -p platform:=virtual:agx_orin_64gb -p sysfs_root:=DIR"),
     # Both built at fp16 in silence: the node gave TensorRT no precision (checked before TensorRT is imported).
-    ("inference", {"precision": "int8", "backend": "tensorrt"}, "backend tensorrt builds int8 from a calibration "
-                                                               "cache and none is set: set -p calibration_cache:=FILE"),
+    ("inference", {"precision": "int8", "backend": "tensorrt"}, "TensorRT builds int8 from a calibration cache (it "
+                                                               "replays one, it does not calibrate) and none is "
+                                                               "given: set -p calibration_cache:=FILE"),
     # Was "not a readable ONNX model": the cost model read the engine (checked before TensorRT is imported).
     ("inference", {"model": "/models/yolo.engine", "backend": "tensorrt"}, "model /models/yolo.engine is a TensorRT "
                                                                           "engine, with no ONNX graph for the cost "

@@ -55,6 +55,20 @@ def test_the_tables_read_without_importing_are_the_nodes_own():
      "robot/governor: stream det: latency must be execution or end_to_end"),
     ("/**:\n  ros__parameters:\n    percentile: 120.0\ngovernor:\n  ros__parameters:\n    margin: 0.2\n",
      "governor: percentile must be in (0, 100], got 120.0"),
+    # Refused by the governor before it opens the board (node_config): before, only once the suite had started.
+    ("governor:\n  ros__parameters:\n    model: zoo:tiny_cnn\n    streams: '[{name: det, target_latency_ms: 30}]'\n",
+     "governor: model 'zoo:tiny_cnn' names no stream: with streams, give the stream its own model key"),
+    ("governor:\n  ros__parameters:\n    prior_table: t.json\n"
+     "    streams: '[{name: a, target_latency_ms: 30}, {name: b, target_latency_ms: 50}]'\n",
+     "governor: prior_table describes one model: use it with one stream (no streams list)"),
+    # What the inference node refuses at start (inference_config), before the suite starts anything around it.
+    ("inference:\n  ros__parameters:\n    backend: tensorrt\n    precision: int8\n",
+     "inference: invalid inference parameters: TensorRT builds int8 from a calibration cache"),
+    ("inference:\n  ros__parameters:\n    backend: tensorrt\n    model: /models/yolo.engine\n",
+     "inference: invalid inference parameters: model /models/yolo.engine is a TensorRT engine, with no ONNX graph"),
+    ("/**:\n  ros__parameters:\n    platform: virtual:agx_orin_64gb\n"
+     "inference:\n  ros__parameters:\n    backend: virtual\n    precision: mixed\n",
+     "inference: invalid inference parameters: backend virtual times the whole model at one precision, not mixed"),
 ])
 def test_unknown_nodes_keys_and_wrong_types_are_refused(tmp_path, text, expected):
     path = _file(tmp_path, text)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from edge_roofline.platforms.base import RailSample
+from edge_roofline.platforms.base import PlatformError, RailSample
 from edge_roofline.platforms.jetson import power
 
 log = logging.getLogger(__name__)
@@ -20,6 +20,14 @@ log = logging.getLogger(__name__)
 def default_client():
     from jtop import jtop
     return jtop()
+
+
+class RailOfflineError(PlatformError):
+    """A rail of the board that jtop gives no reading of: missing from the sample until it does."""
+
+    def __init__(self, rail: str, reason: str) -> None:
+        self.rail, self.reason = rail, reason
+        super().__init__(f"power rail {rail} missing: {reason}")
 
 
 class RailSource:
@@ -59,16 +67,22 @@ class RailSource:
         return None if self._reader is None else power.update_interval_s(self._channels)
 
     def read(self, labels: tuple[str, ...] | None = None, check_paths: bool = False
-             ) -> tuple[tuple[RailSample, ...], tuple[power.RailReadError, ...]]:
+             ) -> tuple[tuple[RailSample, ...], tuple[power.RailReadError | RailOfflineError, ...]]:
         """The rails in ``labels`` (None: all; jtop always gives all); ``check_paths``: first
         notice rail files removed or replaced (a stat each; sysfs path)."""
         if self._reader is not None:
             if check_paths:
                 self._reader.check_paths()
             return self._reader.read(labels)
+        reported = self.client.power["rail"]
         rails = tuple(RailSample(name, r["volt"] / 1e3, r["curr"] / 1e3, r["power"] / 1e3)
-                      for name, r in self.client.power["rail"].items() if r.get("online", True))
-        return rails, ()
+                      for name, r in reported.items() if r.get("online", True))
+        # A rail the board has that gives no reading is jtop's to explain; one no channel is labelled
+        # with and jtop does not know is the platform's to name (RailNotFoundError).
+        read, known = {r.name for r in rails}, set(self.labels) | set(reported)
+        silent = [name for name in (labels if labels is not None else sorted(known)) if name in known - read]
+        return rails, tuple(RailOfflineError(name, "jtop reports it offline" if name in reported
+                                             else "jtop does not report it") for name in silent)
 
     def close(self) -> None:
         if self._reader is not None:

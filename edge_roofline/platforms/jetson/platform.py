@@ -20,7 +20,7 @@ from edge_roofline.platforms.jetson.caps import CapWriter, check_in_table
 from edge_roofline.platforms.jetson.files import read_hz, read_int, read_text, under
 from edge_roofline.platforms.jetson.board_facts import board_device
 from edge_roofline.platforms.jetson.identify import identify
-from edge_roofline.platforms.jetson.jtop_source import RailSource, default_client
+from edge_roofline.platforms.jetson.jtop_source import RailOfflineError, RailSource, default_client
 from edge_roofline.platforms.jetson import nvpmodel
 from edge_roofline.platforms.jetson.nvpmodel import Nvpmodel
 from edge_roofline.platforms.nvml import NvmlUtilisation
@@ -295,7 +295,8 @@ class JetsonPlatform(Platform):
         labels = None if full else self.device.total_power_rails
         rails, errors = self._rails.read(labels, check_paths=full)
         read = {r.name for r in rails} | {e.rail for e in errors}
-        # A total rail no channel is labelled with is missing too, not only one whose file fails.
+        # A total rail no channel is labelled with (and jtop does not know) is missing too, not only one
+        # whose file fails or that jtop reports offline.
         errors += tuple(power.RailNotFoundError(rail, self._rails.labels, self.device.key)
                         for rail in self.device.total_power_rails if rail not in read)
         self._note_missing(errors, labels)
@@ -303,7 +304,8 @@ class JetsonPlatform(Platform):
         source = self._rails.name if reason is None else f"{self._rails.name} ({reason})"
         return rails, total, source
 
-    def _note_missing(self, errors: tuple[power.RailReadError | power.RailNotFoundError, ...], labels) -> None:
+    def _note_missing(self, errors: tuple[power.RailReadError | power.RailNotFoundError | RailOfflineError, ...],
+                      labels) -> None:
         """One log line when a rail goes missing or reads again; ``labels``: the rails just read."""
         missing = {r: why for r, why in self._missing_rails.items() if labels is not None and r not in labels}
         missing.update((e.rail, e.reason) for e in errors)
