@@ -9,9 +9,10 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import Collection
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import (InvalidParameterTypeException, InvalidTopicNameException, NameValidationException,
                                ParameterException)
 from rclpy.executors import ExternalShutdownException
@@ -41,8 +42,11 @@ def check_topic_name(topic: str, what: str, fix: str) -> None:
         raise ParameterError(f"{what} {topic!r} is not a ROS topic name ({why}): {fix}") from None
 
 
-def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
-    """Declare ``{name: (default, description)}`` and return the values in force. A rate
+def declare_parameters(node: Node, parameters: dict[str, tuple], runtime: Collection[str] = ()) -> dict:
+    """Declare ``{name: (default, description)}`` and return the values in force. A parameter
+    set after start (``ros2 param set``) is refused with the reason unless it is in ``runtime``,
+    the names the node's own on-set callback applies: accepted, it would read as in force while
+    the node kept what it read at start. A rate
     (``*_hz``) drives a timer or a sampler, so it must be finite and > 0 (rcl's timer would
     otherwise fail with its own traceback, or a NaN period spin); a duration (``*_s``) >= 0; a
     topic (``*_topic``, empty: off) a ROS name."""
@@ -67,7 +71,23 @@ def declare_parameters(node: Node, parameters: dict[str, tuple]) -> dict:
         if name.endswith("_s") and isinstance(value, float) and not value >= 0:
             raise ParameterError(f"parameter {name} must be a duration >= 0 s, got {value}: fix it in the "
                                  f"parameter file or -p {name}:=VALUE")
+    node.add_on_set_parameters_callback(
+        lambda params: start_only_refusal(node.get_name(), params, set(parameters) - set(runtime), runtime)
+        or SetParametersResult(successful=True))
     return values
+
+
+def start_only_refusal(node_name: str, params: list[Parameter], start_only: Collection[str],
+                       runtime: Collection[str]) -> SetParametersResult | None:
+    """The refusal of a runtime change to parameters a node reads at start only, naming them and
+    what can change at runtime; None when ``params`` has none of them."""
+    fixed = sorted({p.name for p in params} & set(start_only))
+    if not fixed:
+        return None
+    switchable = f"switchable at runtime: {', '.join(sorted(runtime))}" if runtime else "none is switchable at runtime"
+    return SetParametersResult(successful=False, reason=(
+        f"{', '.join(fixed)}: read by {node_name} at start only ({switchable}); restart the node with "
+        f"-p NAME:=VALUE or the parameter file"))
 
 
 def _refuse_unknown(node: Node, parameters: dict[str, tuple]) -> None:

@@ -68,7 +68,7 @@ def _latched(depth: int) -> QoSProfile:
 class GenerationNode(Node):
     def __init__(self) -> None:
         super().__init__("generation")
-        p = declare_parameters(self, PARAMETERS)
+        p = declare_parameters(self, PARAMETERS, runtime=SWITCHABLE)
         self.serving = ServingPlatform(self, p)
         self.platform, self.device_name = self.serving.platform, self.serving.device_name
         self.server = GenerationServer(generation_config(p, self.platform), report_ceilings(p, self.platform),

@@ -50,7 +50,8 @@ class _NodeClock(Clock):
 class GovernorNode(Node):
     def __init__(self) -> None:
         super().__init__("governor")
-        p = declare_parameters(self, PARAMETERS)
+        # Its own callback refuses a change after start, save the sync that shows what is in force.
+        p = declare_parameters(self, PARAMETERS, runtime=PARAMETERS)
         self.clock = _NodeClock(self)
         self.runtime = GovernorRuntime(p, self.clock, log=self.get_logger().warning, info=self.get_logger().info,
                                        owner=f"node {self.get_fully_qualified_name()}")

@@ -73,7 +73,7 @@ SWITCHABLE = {"model", "onnx_model", "backend", "precision", "calibration_cache"
 class InferenceNode(Node):
     def __init__(self) -> None:
         super().__init__("inference")
-        p = declare_parameters(self, PARAMETERS)
+        p = declare_parameters(self, PARAMETERS, runtime=SWITCHABLE)
         qos = input_qos(p["image_reliability"], p["image_depth"], p["lost_frames_warn_fraction"])
         self.serving = ServingPlatform(self, p)
         self.platform, self.device_name = self.serving.platform, self.serving.device_name

@@ -13,6 +13,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 
 from edge_roofline.inference.ceilings import roofs_mismatch
+from edge_roofline.nodes.common import start_only_refusal
 from edge_roofline.platforms import create_platform_or_degraded
 from edge_roofline.suite.errors import one_line
 from edge_roofline.telemetry.diagnostics import OK, WARN, Status
@@ -61,11 +62,11 @@ class ModelSwitch:
         node.add_post_set_parameters_callback(self.after_parameters)
 
     def on_parameters(self, params) -> SetParametersResult:
+        # Refused before any load: this callback runs before declare_parameters' own.
+        refused = start_only_refusal(self.node.get_name(), params, set(self.names) - self.switchable, self.switchable)
+        if refused:
+            return refused
         changed = {p.name: p.value for p in params}
-        fixed = set(changed) - self.switchable
-        if fixed:
-            return SetParametersResult(successful=False, reason=f"{sorted(fixed)} apply at start only; "
-                                                                f"switchable at runtime: {sorted(self.switchable)}")
         p = {name: self.node.get_parameter(name).value for name in self.names} | changed
         self.discard()
         try:

@@ -37,6 +37,7 @@ class RecordingSummary:
     frames_not_run: int = 0  # stats of frames that never ran (latency 0)
     latency_not_measured: int = 0  # ran, but NaN/Inf latency: left out of the percentiles
     power_windows_not_measured: int = 0  # NaN (the monitor measured none) or negative power: no energy there
+    cut_off: bool = False  # no MCAP footer (still being written, or the recorder never closed it): read up to the cut
 
     def lines(self) -> list[str]:
         sim = " [SIMULATION: virtual Jetson]" if self.simulated else ""
@@ -46,7 +47,9 @@ class RecordingSummary:
                 if self.latency_not_measured else "",
                 f"{self.power_windows_not_measured} power window(s) without a plausible measurement (NaN, Inf "
                 f"or negative): energy and "
-                f"energy/inference leave them out (an undercount)" if self.power_windows_not_measured else ""]
+                f"energy/inference leave them out (an undercount)" if self.power_windows_not_measured else "",
+                "the file ends without MCAP's footer (still being recorded, or its recorder was killed before it "
+                "closed the file): summarised up to its last complete chunk" if self.cut_off else ""]
         return [f"{self.path}: {self.duration_s:.1f} s{sim}",
                 f"inferences {self.inferences}, latency p50 {self.latency_p50_ms:.2f} ms, "
                 f"p95 {self.latency_p95_ms:.2f} ms",
@@ -70,17 +73,38 @@ def _changes(names) -> list[str]:
     return changes
 
 
+MCAP_MAGIC = b"\x89MCAP0\r\n"  # at both ends of a closed MCAP file
+
+
+def _decoded_messages(f, cut_off: bool):
+    """A closed file through its index; one without its footer (still being written, a recorder
+    killed) record by record in file order, up to the first incomplete one."""
+    from mcap.exceptions import McapError
+    from mcap.reader import NonSeekingReader, make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    if not cut_off:
+        yield from make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
+        return
+    try:
+        yield from NonSeekingReader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+            log_time_order=False)
+    except (McapError, EOFError, struct.error):  # the cut: everything before it is read
+        return
+
+
 def read_recording(path: str | Path) -> RecordingSummary:
     from mcap.exceptions import McapError
-    from mcap.reader import make_reader
-    from mcap_ros2.decoder import DecoderFactory
 
     path = Path(path)
     stats, power, reports = [], [], []
     try:
         with open(path, "rb") as f:
-            reader = make_reader(f, decoder_factories=[DecoderFactory()])
-            for _, channel, message, decoded in reader.iter_decoded_messages():
+            head = f.read(len(MCAP_MAGIC))
+            f.seek(max(0, path.stat().st_size - len(MCAP_MAGIC)))
+            cut_off = head == MCAP_MAGIC and f.read() != MCAP_MAGIC
+            f.seek(0)
+            for _, channel, message, decoded in _decoded_messages(f, cut_off):
                 t_s = stamp_s(message.log_time)
                 if _suffix_match(channel.topic, topics.INFERENCE_STATS):
                     stats.append((t_s, decoded))
@@ -96,9 +120,14 @@ def read_recording(path: str | Path) -> RecordingSummary:
         raise RecordingError(f"{path} is not a readable MCAP recording ({why}); "
                              f"record one with foxglove_bridge mcap_path:=FILE") from exc
     times = [t for t, _ in stats] + [t for t, _ in power]
+    if not times and cut_off:
+        raise RecordingError(f"{path} ends without MCAP's footer and before its first complete chunk: it is still "
+                             f"being recorded (read it once the recorder stops), or its recorder was killed early")
     if not times:
         raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
                              f"{topics.POWER_TELEMETRY}); record them with foxglove_bridge mcap_path:=FILE")
+    stats.sort(key=lambda tm: tm[0])  # a file read without its index comes in file order
+    power.sort(key=lambda tm: tm[0])
     ran = [m.latency_ms for _, m in stats if m.latency_ms != 0.0]  # 0: never ran (convert.latency_s_from_stats)
     measured = [ms for ms in ran if math.isfinite(ms)]  # one NaN would make every percentile NaN
     latencies = np.array(measured or [math.nan])
@@ -118,4 +147,4 @@ def read_recording(path: str | Path) -> RecordingSummary:
         power_series=[(t, m.average_power_w) for t, m in power],
         last_report=reports[-1] if reports else None, frames_not_run=len(stats) - len(ran),
         latency_not_measured=len(ran) - len(measured),
-        power_windows_not_measured=len(power) - len(measured_power))
+        power_windows_not_measured=len(power) - len(measured_power), cut_off=cut_off)

@@ -85,3 +85,29 @@ def test_frames_that_never_ran_and_nan_measurements_are_named_not_averaged(tmp_p
     out = capsys.readouterr().out
     assert "2 frame(s) never ran" in out and "2 inference(s) with a NaN/Inf latency" in out
     assert "2 power window(s) without a plausible measurement" in out
+
+
+def test_a_recording_still_being_written_is_summarised_up_to_its_last_complete_chunk(tmp_path, capsys):
+    """`edge-roofline recording` on the file of a demo still running (or of a recorder killed): no
+    footer yet, but every complete chunk is readable; it was refused as 'not a readable MCAP
+    recording ... record one with foxglove_bridge', which it is."""
+    path = tmp_path / "live.mcap"
+    sink = FoxgloveSink(serve=False, mcap_path=path)
+    try:
+        for i in range(6000):  # a few of the writer's chunks (~400 KB each)
+            stats = InferenceStats(frame_index=i + 1, latency_ms=2.0, model_id="m" * 200, simulated=True)
+            sink.log("/inference/stats", topics.TYPES[topics.INFERENCE_STATS], serialize_message(stats), i * 10**7)
+            power = PowerTelemetry(average_power_w=10.0, window_energy_j=0.1, simulated=True)
+            sink.log("/power/telemetry", topics.TYPES[topics.POWER_TELEMETRY], serialize_message(power), i * 10**7)
+        summary = read_recording(path)  # the sink is still open: no footer
+        assert summary.cut_off and 0 < summary.inferences < 6000, summary
+        assert summary.energy_j == pytest.approx(0.1 * summary.inferences, rel=0.05)
+        assert cli(["recording", str(path)]) == 0
+        assert "ends without MCAP's footer" in capsys.readouterr().out
+        head = tmp_path / "head.mcap"  # cut before its first complete chunk
+        head.write_bytes(path.read_bytes()[:4096])
+        with pytest.raises(RecordingError, match="before its first complete chunk: it is still being recorded"):
+            read_recording(head)
+    finally:
+        sink.close()
+    assert not read_recording(path).cut_off and read_recording(path).inferences == 6000
