@@ -44,6 +44,7 @@ class SafetyMonitor:
         self.last_power_s = start_s
         self.implausible_since_s: float | None = None
         self.implausible_what = ""
+        self.latest_implausible = ""  # the last implausible reading, whether or not yet a fault
         self._implausible_s: list[float] = []  # when each recent implausible reading came
         self.glitches = 0  # implausible readings too few to act on, all told
         self.last_glitch = ""
@@ -71,6 +72,7 @@ class SafetyMonitor:
         c = self.config
         self._implausible_s = [t for t in self._implausible_s if timestamp_s - t < c.implausible_window_s]
         self._implausible_s.append(timestamp_s)
+        self.latest_implausible = what
         if len(self._implausible_s) >= c.implausible_samples:
             self.implausible_since_s = timestamp_s
             self.implausible_what = what
@@ -107,7 +109,11 @@ class SafetyMonitor:
     def _current_problem(self, now_s: float) -> str:
         c = self.config
         if now_s - self.last_power_s > c.stale_telemetry_s:
-            return f"stale telemetry: no power sample for {now_s - self.last_power_s:.2f} s (> {c.stale_telemetry_s} s)"
+            # Readings that keep coming, each implausible (a NaN from a missing rail), are not silence.
+            coming = self._implausible_s and self._implausible_s[-1] > self.last_power_s
+            why = f"; readings come, each implausible: {self.latest_implausible}" if coming else ""
+            return (f"stale telemetry: no power sample for {now_s - self.last_power_s:.2f} s "
+                    f"(> {c.stale_telemetry_s} s){why}")
         if self.implausible_since_s is not None and now_s - self.implausible_since_s < c.recovery_hold_s:
             return f"implausible measurement: {self.implausible_what}"
         if self.max_temperature_c >= c.thermal_limit_c - c.thermal_margin_c:

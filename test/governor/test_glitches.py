@@ -57,3 +57,20 @@ def test_the_rule_is_configured_and_checked():
     assert config.safety.implausible_samples == 1  # every implausible sample a fault, as before
     with pytest.raises(ConfigError, match="implausible_samples must be >= 1"):
         GovernorConfig.from_dict({"safety": {"implausible_samples": 0}})
+
+
+def test_power_readings_that_keep_coming_implausible_are_named_not_called_silence():
+    """A missing rail sends NaN power on every message: the fallback said 'no power sample' as if
+    the topic were silent; the readings come, and the reason names what they are."""
+    from edge_roofline.governor.config import SafetyConfig
+    from edge_roofline.governor.safety import SafetyMonitor
+
+    monitor = SafetyMonitor(SafetyConfig(), start_s=0.0)
+    monitor.note_power(0.0, None)
+    for k in range(1, 16):
+        monitor.note_implausible(k * 0.1, "power nan W from VDD_IN")
+    verdict = monitor.verdict(1.5)
+    assert not verdict.ok and verdict.reason.startswith("stale telemetry: no power sample for 1.50 s")
+    assert verdict.reason.endswith("; readings come, each implausible: power nan W from VDD_IN")
+    silent = SafetyMonitor(SafetyConfig(), start_s=0.0)
+    assert silent.verdict(1.5).reason == "stale telemetry: no power sample for 1.50 s (> 1.0 s)"
