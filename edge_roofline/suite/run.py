@@ -86,7 +86,8 @@ def _run(config, extras, record, duration_s, log_dir, overrides, stop: StopSigna
                              show_output=start.spec.name in SHOWN, namespace=start.namespace)
         if bridge is None:
             print("Foxglove: no server (add --with foxglove_bridge; ros2 launch: with:=foxglove_bridge)")
-        print(f"started {len(supervisor.children)} nodes; logs in {logs}; Ctrl-C to stop")
+        count = len(supervisor.children)
+        print(f"started {count} node{'s' * (count != 1)}; logs in {logs}; Ctrl-C to stop")
         end_s = time.monotonic() + duration_s if duration_s > 0 else None
         gone = supervisor.wait(lambda: stop.requested or (end_s is not None and time.monotonic() >= end_s))
         if gone is not None:
