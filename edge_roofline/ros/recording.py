@@ -121,8 +121,9 @@ def read_recording(path: str | Path) -> RecordingSummary:
                              f"record one with foxglove_bridge mcap_path:=FILE") from exc
     times = [t for t, _ in stats] + [t for t, _ in power]
     if not times and cut_off:
-        raise RecordingError(f"{path} ends without MCAP's footer and before its first complete chunk: it is still "
-                             f"being recorded (read it once the recorder stops), or its recorder was killed early")
+        raise RecordingError(f"{path} is not a readable MCAP recording yet: it ends without MCAP's footer and before "
+                             f"its first complete chunk (still being recorded: read it once the recorder stops; "
+                             f"else its recorder was killed early or the file is damaged)")
     if not times:
         raise RecordingError(f"{path} holds none of the suite's topics ({topics.INFERENCE_STATS}, "
                              f"{topics.POWER_TELEMETRY}); record them with foxglove_bridge mcap_path:=FILE")

@@ -106,7 +106,8 @@ def test_a_recording_still_being_written_is_summarised_up_to_its_last_complete_c
         assert "ends without MCAP's footer" in capsys.readouterr().out
         head = tmp_path / "head.mcap"  # cut before its first complete chunk
         head.write_bytes(path.read_bytes()[:4096])
-        with pytest.raises(RecordingError, match="before its first complete chunk: it is still being recorded"):
+        with pytest.raises(RecordingError, match=r"before its first complete chunk \(still being recorded: read it "
+                                                 r"once the recorder stops"):
             read_recording(head)
     finally:
         sink.close()
