@@ -12,6 +12,7 @@ from rclpy.node import Node
 from edge_roofline.ros import topics
 from edge_roofline.msg import GenerationStats, GovernorState, InferenceStats, PowerTelemetry, RooflineReport
 from edge_roofline.nodes.common import declare_parameters, run_node
+from edge_roofline.ros.analysis import roofline_analysis_from_msg
 from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.viz.console import ConsoleSnapshot, GenerationLine, LayerLine, render
 
@@ -66,7 +67,9 @@ class Console(Node):
         self.snap.gpu_freq_hz, self.snap.emc_freq_hz = msg.gpu_freq_hz, msg.emc_freq_hz
 
     def on_report(self, msg: RooflineReport) -> None:
-        self.snap.layers = [LayerLine(l.name, l.op_type, l.measured_time_s, l.bound, l.efficiency) for l in msg.layers]
+        analysis = roofline_analysis_from_msg(msg)  # the core's layers: each says why it beat its roof
+        self.snap.layers = [LayerLine(l.name, l.op_type, m.measured_time_s, m.bound, m.efficiency, l.above_roof)
+                            for l, m in zip(analysis.layers, msg.layers)]
         self.snap.report_point = msg.operating_point.name
 
     def on_governor(self, msg: GovernorState) -> None:

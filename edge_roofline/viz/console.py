@@ -14,6 +14,7 @@ class LayerLine:
     time_s: float
     bound: str
     efficiency: float
+    above_roof: str | None = None  # why it beat its roof (LayerBound.above_roof): shown, not eff > 100 %
 
 
 @dataclass(frozen=True)
@@ -128,5 +129,5 @@ def render(s: ConsoleSnapshot, top_n: int = 5) -> str:
         for layer in sorted(s.layers, key=lambda l: l.time_s, reverse=True)[:top_n]:
             lines.append(f"  {layer.name[:36]:36s} {layer.op_type[:18]:18s} {layer.time_s * 1e3:8.3f} ms "
                          f"{100 * layer.time_s / total_s:5.1f}%  {layer.bound:8s} "
-                         f"eff {_f(100 * layer.efficiency, '5.1f', '%')}")
+                         + (layer.above_roof or f"eff {_f(100 * layer.efficiency, '5.1f', '%')}"))
     return "\n".join(lines)

@@ -53,3 +53,9 @@ def test_a_language_model_before_its_first_request_says_where_to_send_one():
     assert "InferenceStats" not in text  # nothing publishes it: a language model alone, no pipeline to wait for
     snap.stats_publishers = 1
     assert "waiting for the first InferenceStats on /inference/stats" in render(snap)
+
+
+def test_a_layer_faster_than_its_roof_shows_why_not_an_efficiency_over_100_percent():
+    layer = LayerLine("block1.dw.conv", "Conv", 5e-6, "memory", 3.2, "above the DRAM roof: served from cache")
+    text = render(ConsoleSnapshot(layers=[layer]))
+    assert "memory   above the DRAM roof: served from cache" in text and "320" not in text
