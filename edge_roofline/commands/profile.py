@@ -52,14 +52,24 @@ def format_table(analysis) -> str:
             achieved = f"{(l.achieved_flops or 0) / 1e9:.2f}"
             bandwidth = f"{(l.achieved_bandwidth_bps or 0) / 1e9:.2f}"
             roof = f"{100 * l.efficiency:.1f}" if l.efficiency is not None else "-"
+            roof = ">100" if l.above_roof else roof  # faster than the roof: the reason follows
         rows.append(f"{l.name:<{width}}  {l.op_type:<14} {measured:>9} "
-                    f"{l.attainable_time_s * 1e6:>9.2f} {achieved:>9} {bandwidth:>8} {roof:>7} {l.bound:<8}")
+                    f"{l.attainable_time_s * 1e6:>9.2f} {achieved:>9} {bandwidth:>8} {roof:>7} {l.bound:<8}"
+                    f"{'  ' + l.above_roof if l.above_roof else ''}".rstrip())
     rows.append("-" * len(head))
     measured_s = analysis.measured_time_s or 0.0
-    rows.append(f"measured {measured_s * 1e3:.3f} ms per run, attainable "
-                f"{analysis.attainable_time_s * 1e3:.3f} ms "
-                f"({100 * analysis.attainable_time_s / measured_s:.1f}% of the roof)" if measured_s
-                else f"attainable {analysis.attainable_time_s * 1e3:.3f} ms")
+    attainable = f"attainable {analysis.attainable_time_s * 1e3:.3f} ms"
+    if measured_s and measured_s < analysis.attainable_time_s:  # not an efficiency over 100 %: name why
+        above = sum(1 for l in analysis.layers if l.above_roof)
+        fused = sum(1 for l in analysis.layers if l.measured_time_s == 0.0 and l.attainable_time_s > 0)
+        rows.append(f"measured {measured_s * 1e3:.3f} ms per run, under the roofline's sum ({attainable}): "
+                    f"{above} layers ran faster than their roof (reason above), {fused} ran fused into "
+                    f"another's kernel (0 us) while the roofline counts them")
+    elif measured_s:
+        rows.append(f"measured {measured_s * 1e3:.3f} ms per run, {attainable} "
+                    f"({100 * analysis.attainable_time_s / measured_s:.1f}% of the roof)")
+    else:
+        rows.append(attainable)
     return "\n".join(rows)
 
 

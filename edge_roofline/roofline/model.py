@@ -49,6 +49,21 @@ class LayerBound:
     memory_level: str = "dram"     # the level whose traffic sets memory_time_s
     level_bytes: Mapping[str, float] | None = None  # cache-aware analyses only
 
+    @property
+    def above_roof(self) -> str | None:
+        """Why the layer ran faster than its attainable time (efficiency > 1), or None. There the
+        roofline is no bound on the layer, so reports print this instead of an efficiency over
+        100 %: its bytes came from a cache (faster than the memory roof), or only the fixed
+        per-layer overhead, an estimate, was beaten."""
+        if self.efficiency is None or self.efficiency <= 1.0:
+            return None
+        if self.measured_time_s < self.memory_time_s:
+            served = ": served from cache" if self.memory_level == "dram" else ""
+            return f"above the {self.memory_level.upper()} roof{served}"
+        if self.measured_time_s < self.compute_time_s:
+            return "above the compute roof"
+        return f"under the assumed {self.overhead_time_s * 1e6:.1f} us/layer overhead"
+
 
 @dataclass(frozen=True)
 class RooflineAnalysis:

@@ -26,3 +26,36 @@ def test_a_language_model_gets_its_line_with_energy_or_why_not():
                           0, 0, 0, 0)
     assert "energy/token n/a (no power telemetry received)" in render(ConsoleSnapshot(generation=none))
     assert "llm" not in render(ConsoleSnapshot())
+
+
+def test_before_any_message_each_line_says_what_it_waits_for_and_on_which_topic():
+    text = render(ConsoleSnapshot(stats_topic="/robot/inference/stats", stats_publishers=1,
+                                  power_topic="/robot/power/telemetry"))
+    assert text.splitlines() == ["edge_roofline",
+                                 "model: waiting for the first InferenceStats on /robot/inference/stats",
+                                 "power: waiting for the first PowerTelemetry on /robot/power/telemetry"]
+    nobody = render(ConsoleSnapshot(stats_topic="/inference/stats"))
+    assert "waiting for the first InferenceStats on /inference/stats (nothing publishes it yet)" in nobody
+
+
+def test_stats_without_a_governor_show_no_empty_target():
+    text = render(ConsoleSnapshot(stats_received=True, model="zoo:mobilenetv2", backend="virtual",
+                                  latency_p50_ms=1.0, latency_p95_ms=2.0, fps=30.0))
+    assert "model zoo:mobilenetv2 on virtual" in text and "target" not in text and "n/a" not in text
+
+
+def test_a_language_model_before_its_first_request_says_where_to_send_one():
+    snap = ConsoleSnapshot(stats_topic="/inference/stats", power_topic="/power/telemetry",
+                           generation_request_topic="/robot/planner/generation/request", generation_publishers=1)
+    text = render(snap)
+    assert ("llm: no request served yet: send a GenerationRequest to /robot/planner/generation/request "
+            "(README: Language models; docs/nodes.md#language-models-the-generation-node)") in text
+    assert "InferenceStats" not in text  # nothing publishes it: a language model alone, no pipeline to wait for
+    snap.stats_publishers = 1
+    assert "waiting for the first InferenceStats on /inference/stats" in render(snap)
+
+
+def test_a_layer_faster_than_its_roof_shows_why_not_an_efficiency_over_100_percent():
+    layer = LayerLine("block1.dw.conv", "Conv", 5e-6, "memory", 3.2, "above the DRAM roof: served from cache")
+    text = render(ConsoleSnapshot(layers=[layer]))
+    assert "memory   above the DRAM roof: served from cache" in text and "320" not in text
