@@ -79,7 +79,7 @@ def test_tensorrt_refuses_mixed_rather_than_building_another_precision():
 def _tensorrt_switch() -> ModelSwitch:
     """The inference node's ModelSwitch on a stand-in node serving backend tensorrt (nothing loads)."""
     node = SimpleNamespace(get_parameter=lambda name: SimpleNamespace(value=(DEFAULTS | {"backend": "tensorrt"})[name]),
-                           get_logger=lambda: SimpleNamespace(error=lambda message: None),
+                           get_logger=lambda: SimpleNamespace(error=lambda message: None), get_name=lambda: "inference",
                            add_on_set_parameters_callback=lambda callback: None,
                            add_post_set_parameters_callback=lambda callback: None)
     serving = SimpleNamespace(roofs_note=lambda p, loaded: "")
