@@ -1,5 +1,5 @@
-"""Someone else moved the board while the governor ran (nvpmodel -m, the power monitor's
-set_mode, a cap written by hand): the point in force is read at every step, not assumed."""
+"""Someone else switched the board's preset while the governor ran (nvpmodel -m, the power
+monitor's set_mode): the point in force is read at every step, not assumed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ def moved_outside(gov, now_s: float) -> bool:
     if gov.mode == "off" or gov._in_doubt:  # a failed apply: the fallback puts the safe point back
         return False
     live = gov.platform.current_operating_point()
-    if live == gov.current:
+    # Only a preset switched outside is told: caps read back can differ from those written without
+    # anyone moving them (a thermal limit lowers scaling_max_freq), and yielding to that would
+    # leave the board ungoverned. A cap written by hand under the same preset is not seen.
+    if None in (live.nvpmodel_id, gov.current.nvpmodel_id) or live.nvpmodel_id == gov.current.nvpmodel_id:
         return False
     if gov.mode == "advise":
         gov._moved_to(live, now_s)

@@ -204,3 +204,16 @@ def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # no
     assert cap_files(tree) == chosen
     assert runtime.close() is True and cap_files(tree) == chosen, logs
     assert not (tree / "var/lib/governor_state.json").exists()
+
+
+def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_person(tree):  # noqa: F811
+    """A thermal limit lowers a CPU policy's scaling_max_freq with no one moving the board: the
+    governor keeps governing (yielding to it would leave the board ungoverned whenever it is hot)."""
+    logs = []
+    runtime, t = moved_governor(tree, logs)
+    gov = runtime.governor
+    policy = sorted(tree.glob("sys/devices/system/cpu/cpufreq/policy*/scaling_max_freq"))[0]
+    policy.write_text(str(min(int(policy.read_text()), 422400)))
+    drive_tree(gov, t, 1.0)
+    assert gov.mode == "active" and not getattr(gov, "yielded", ""), logs
+    runtime.close()
