@@ -22,6 +22,7 @@ from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_all
 from .learned import Learned, Readings
+from .outside import moved_outside
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
 from .policy import JointPrediction
@@ -72,6 +73,7 @@ class Governor(Selection):
         self._unvisited = True  # the current point had not been measured under this workload
         self._in_doubt = False  # an apply failed part-way: the files may match no point
         self._seen_any = False  # some stream has published (the first one to start is no change)
+        self.yielded = ""  # why mode active gave the board up to someone else ("": it did not)
         self.switches = 0
         analyses = model_analysis if isinstance(model_analysis, Mapping) else dict.fromkeys(self.streams,
                                                                                            model_analysis)
@@ -165,6 +167,8 @@ class Governor(Selection):
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.mode = mode
+        if mode != "off":
+            self.yielded = ""
 
     def set_model(self, model_analysis: RooflineAnalysis | None, model_id: str = "", note: str = "",
                   stream: str = DEFAULT_STREAM) -> None:
@@ -280,8 +284,9 @@ class Governor(Selection):
     def _stand_by(self, here: Readings) -> Decision | None:
         """off, fall_back, wait (for a model, or a stream), settle: nothing is judged, learned or moved."""
         now_s = here.now_s
-        if self.mode == "off":
-            return self._decide(here, Transition.OFF, State.DISABLED, self.current, "mode off")
+        if moved_outside(self, now_s) or self.mode == "off":
+            return self._decide(here, Transition.OFF, State.DISABLED, self.current,
+                                f"mode off: {self.yielded}" if self.yielded else "mode off")
         # fall_back: the only move made before the last one settled
         verdict = self.safety.verdict(now_s)
         if not verdict.ok:
@@ -381,6 +386,15 @@ class Governor(Selection):
         return self._decide(here, transition, State.EXPLORING if choice.exploring else State.SETTLING, target,
                             choice.reason, choice.prediction, applied=True)
 
+    def _moved_to(self, point: OperatingPoint, now_s: float) -> None:
+        """The board is at ``point`` from ``now_s`` on: a new move, nothing measured there yet."""
+        domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
+        self.move = Move(now_s, domains, self.learned.settle.of(domains))
+        self._unvisited = point.name not in self.findings.measured
+        self.current = point
+        self.learned.calibrated_here.clear()
+        clear_windows(self.streams.values(), self._power)
+
     def _expire(self, now_s: float) -> None:
         """Silent streams leave (streams.silent); verdicts past their age go."""
         for s in silent(list(self.streams.values()), now_s, self.config.stream_timeout_s):
@@ -396,14 +410,10 @@ class Governor(Selection):
             # Some writes may have gone through: the fallback applies the safe point again.
             self._in_doubt = self._in_doubt or isinstance(exc, ApplyError)
             return f"{type(exc).__name__}: {exc}"
-        domains = domains_changed(self.device, self.current, point) or frozenset({"cpu"})
-        self.move = Move(now_s, domains, self.learned.settle.of(domains))
-        self._unvisited = point.name not in self.findings.measured
+        self._moved_to(point, now_s)
         if point.name in self.learned.probe_candidates:
             self.learned.probed.add(point.name)
-        self.current, self._in_doubt = point, False
+        self._in_doubt = False
         self.safety.note_switch(now_s)
-        self.learned.calibrated_here.clear()
-        clear_windows(self.streams.values(), self._power)
         self.switches += 1
         return ""

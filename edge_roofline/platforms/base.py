@@ -156,6 +156,10 @@ class Platform(abc.ABC):
         """Put back what was found at start; one line saying what ("restored ..."). Raises
         ApplyError naming what could not be put back, after putting back the rest."""
 
+    def refind(self) -> None:
+        """What is in force now becomes what ``restore()`` puts back (someone else chose it while a
+        governor ran). Default: nothing (a platform that reports no outside change)."""
+
     def found_record(self) -> dict | None:
         """What ``restore()`` puts back, as JSON, for a crash record (None: the found point
         says it all; recovery then applies that point)."""

@@ -64,6 +64,9 @@ class SimulationLabelled(Platform):
     def restore(self) -> str:
         return self.inner.restore()
 
+    def refind(self) -> None:
+        self.inner.refind()
+
     def found_record(self) -> dict | None:
         return self.inner.found_record()
 

@@ -13,14 +13,16 @@ from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
 from edge_roofline.governor.core import Governor
 from edge_roofline.governor.runtime import GovernorRuntime
+from edge_roofline.platforms import create_platform
 from edge_roofline.platforms.base import ApplyError, OperatingPoint
+from edge_roofline.telemetry import modes
 from edge_roofline.roofline.ceilings import preset_ceilings
 from edge_roofline.roofline.costs import analyze_model
 from edge_roofline.roofline.model import analyze_roofline
 from edge_roofline.virtual.board import VirtualBoard
 from edge_roofline.virtual.platform import VirtualPlatform
 from test.governor.test_crash_record import runtime_params
-from test.nodes.virtual_rig import cap_files
+from test.nodes.virtual_rig import DEVICE, cap_files
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +185,35 @@ def test_power_rail_files_removed_mid_run(tree):  # noqa: F811
     assert cap_files(tree) == found  # the safe point is the state found
     runtime.close()
     assert cap_files(tree) == found and not (tree / "var/lib/governor_state.json").exists()
+
+
+def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # noqa: F811
+    """The power monitor's set_mode (its own platform on the same board) while mode active moves the
+    board: the governor reads the point in force, yields (mode off, the reason says why) instead of
+    holding on to its last move, and its shutdown leaves the mode the person chose."""
+    logs = []
+    runtime, t = moved_governor(tree, logs)
+    gov = runtime.governor
+    monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    assert modes.set_mode(monitor, "MODE_50W")[0]
+    chosen = cap_files(tree)
+    decisions = drive_tree(gov, t, 1.0)
+    assert gov.mode == "off" and gov.current.name == "MODE_50W", [d.reason for d in decisions]
+    assert not any(d.applied for d in decisions) and decisions[-1].state == "disabled"
+    assert "changed outside the governor to MODE_50W" in decisions[-1].reason and "yielded" in decisions[-1].reason
+    assert cap_files(tree) == chosen
+    assert runtime.close() is True and cap_files(tree) == chosen, logs
+    assert not (tree / "var/lib/governor_state.json").exists()
+
+
+def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_person(tree):  # noqa: F811
+    """A thermal limit lowers a CPU policy's scaling_max_freq with no one moving the board: the
+    governor keeps governing (yielding to it would leave the board ungoverned whenever it is hot)."""
+    logs = []
+    runtime, t = moved_governor(tree, logs)
+    gov = runtime.governor
+    policy = sorted(tree.glob("sys/devices/system/cpu/cpufreq/policy*/scaling_max_freq"))[0]
+    policy.write_text(str(min(int(policy.read_text()), 422400)))
+    drive_tree(gov, t, 1.0)
+    assert gov.mode == "active" and not getattr(gov, "yielded", ""), logs
+    runtime.close()

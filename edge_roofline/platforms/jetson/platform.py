@@ -190,6 +190,10 @@ class JetsonPlatform(Platform):
         return {"kind": RECORD_KIND, "nvpmodel_id": self._preset.mode_id,
                 "files": {str(p): read_text(p) for p in self._cap_files()}}
 
+    def refind(self) -> None:
+        self._found_point = self.current_operating_point()  # first: it follows a mode switched by hand
+        self.found_state = self._read_cap_files()
+
     def found_record(self) -> dict:
         """The mode and every cap file's content as found (EMC's ``0`` included)."""
         return self.found_state
