@@ -82,16 +82,17 @@ def add_calibration_cache(parser: argparse.ArgumentParser) -> None:
                              "needs one: replayed, not recomputed)")
 
 
-def calibration_options(backend: str, precision: str, calibration_cache: str | None) -> dict:
+def calibration_options(backend: str, precision: str, calibration_cache: str | None, *, built: bool = False) -> dict:
     """The backend's ``calibration_cache`` option: an int8 TensorRT build replays one (the backend does
-    not calibrate), so one is asked for there in one line, and refused where nothing would read it."""
+    not calibrate), so one is asked for there in one line, and refused where nothing would read it
+    (another backend or precision, or an engine ``built`` already)."""
     from edge_roofline.backends.tensorrt_backend import calibration_problem
 
-    int8_build = backend == "tensorrt" and precision == "int8"
+    int8_build = backend == "tensorrt" and precision == "int8" and not built
     if int8_build and (problem := calibration_problem(precision, calibration_cache, cache="--calibration-cache FILE",
                                                       fp16="--precision fp16")) is not None:
         raise ValueError(problem)
     if calibration_cache and not int8_build:
-        raise ValueError(f"--calibration-cache is read only by an int8 TensorRT build (this one: {backend} at "
-                         f"{precision}): leave it out")
+        this = "a prebuilt engine" if built else f"{backend} at {precision}"
+        raise ValueError(f"--calibration-cache is read only by an int8 TensorRT build (this one: {this}): leave it out")
     return {"calibration_cache": calibration_cache} if int8_build else {}

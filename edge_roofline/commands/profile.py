@@ -12,18 +12,44 @@ HELP = "measured per-layer times of a model joined to its roofline"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="ONNX model file or zoo:NAME (e.g. zoo:resnet18)")
+    parser.add_argument("model", help="ONNX model file or zoo:NAME (e.g. zoo:resnet18), or a prebuilt TensorRT "
+                                      "engine (.engine/.plan) with --backend tensorrt and --onnx-model")
+    parser.add_argument("--onnx-model", metavar="FILE", default=None,
+                        help="with an engine as model: the ONNX file (or zoo:NAME) it was built from, read for the "
+                             "cost model and the mapping of the engine's layers to ONNX nodes")
     parser.add_argument("--backend", choices=("ort", "tensorrt", "virtual"), default="ort")
     parser.add_argument("--device", default=None,
                         help="device catalogue key for the ceilings (default: the host CPU's "
                              "measured ceilings for ort, agx_orin_64gb otherwise)")
     parser.add_argument("--precision", choices=("fp32", "fp16", "int8"), default=None,
-                        help="default: fp32 for ort, fp16 for tensorrt and virtual")
+                        help="default: fp32 for ort, fp16 for tensorrt and virtual (an engine: the precision "
+                             "it was built at; refused if its sidecar says another)")
     add_calibration_cache(parser)
     parser.add_argument("--runs", type=count(1), default=10, help="profiled runs to average")
     parser.add_argument("--json", metavar="FILE", type=output_file, help="write analyze's JSON plus measured times")
     parser.add_argument("--plot", metavar="FILE", type=chart_file, help="roofline chart (.png or .svg)")
 
+
+def _graph_and_source(args, options: dict):
+    """The ONNX graph the roofline is drawn from and what the backend loads: the model itself, or
+    for a prebuilt engine the ONNX model it was built from (the engine holds TensorRT's layers)."""
+    from edge_roofline.models.source import is_engine, load_model, load_model_source
+
+    if not is_engine(args.model):
+        if args.onnx_model:
+            raise ValueError(f"--onnx-model is read only with a TensorRT engine as model ({args.model} is not one): "
+                             "leave it out")
+        model = load_model(args.model)
+        return model, model
+    if args.backend != "tensorrt":
+        raise ValueError(f"{args.model} is a TensorRT engine: give --backend tensorrt, or the ONNX model it was "
+                         "built from as model")
+    if not args.onnx_model:
+        raise ValueError(f"{args.model} is a TensorRT engine, with no ONNX graph for the cost model and the layer "
+                         "mapping: give --onnx-model FILE (the ONNX model it was built from)")
+    graph = load_model(args.onnx_model)
+    options["mapping_onnx"] = graph
+    return graph, load_model_source(args.model)
 
 
 def _ceilings(args, precision: str):
@@ -78,16 +104,17 @@ def run(args: argparse.Namespace) -> int:
 
     from edge_roofline.backends import create_backend
     from edge_roofline.inference.profile_join import join_profile
-    from edge_roofline.models.source import load_model
+    from edge_roofline.models.source import is_engine
     from edge_roofline.roofline.costs import analyze_model
     from edge_roofline.roofline.devices import get_device
     from edge_roofline.roofline.model import to_json_dict
 
     precision = args.precision or ("fp32" if args.backend == "ort" else "fp16")
+    prebuilt = is_engine(args.model)  # built already: no calibration cache is read
     options = ({"precision": precision} if args.backend != "ort" else {}) | calibration_options(
-        args.backend, precision, args.calibration_cache)
-    model = load_model(args.model)
-    cost = analyze_model(model, precision=precision)
+        args.backend, precision, args.calibration_cache, built=prebuilt)
+    graph, model = _graph_and_source(args, options)
+    cost = analyze_model(graph, precision=precision)
     ceilings, device, point = _ceilings(args, precision)
     if args.backend == "virtual":  # the board runs at the operating point of the ceilings
         from edge_roofline.virtual.board import VirtualBoard
