@@ -217,3 +217,23 @@ def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_pe
     drive_tree(gov, t, 1.0)
     assert gov.mode == "active" and not getattr(gov, "yielded", ""), logs
     runtime.close()
+
+
+def test_mode_set_outside_an_advising_governor_is_followed_without_a_write(tree):  # noqa: F811
+    """In mode advise the governor writes nothing: a preset switched outside it (the power monitor's
+    set_mode) becomes its current point, the point its advice starts from, and it keeps advising
+    (no yield: there is no control to hand back)."""
+    logs = []
+    runtime = GovernorRuntime(runtime_params(tree, mode="advise", dwell_s=0.5), SimClock(0.0), log=logs.append)
+    gov = runtime.governor
+    drive_tree(gov, 0.0, 2.0)
+    assert gov.current.name == "MAXN", logs
+    monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    assert modes.set_mode(monitor, "MODE_50W")[0]
+    chosen = cap_files(tree)
+    decisions = drive_tree(gov, 2.0, 2.0)
+    assert gov.current.name == "MODE_50W" and gov.current.nvpmodel_id == 3, [d.reason for d in decisions]
+    assert gov.mode == "advise" and gov.yielded == "" and not any(d.applied for d in decisions)
+    assert all(d.state != "disabled" for d in decisions), [d.reason for d in decisions]
+    assert cap_files(tree) == chosen
+    runtime.close()
