@@ -29,7 +29,7 @@ from .policy import JointPrediction
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
-from .states import PROVISIONAL, State, Transition, unpaid_hold
+from .states import PROVISIONAL, State, Transition, resumed, unpaid_hold
 from .selection import Selection
 from .streams import PowerWindow, Stream, clear_windows, returned, silent, uncount_since, uncount_told
 from .verdicts import measured_to_meet
@@ -245,7 +245,7 @@ class Governor(Selection):
         decision = self._stand_by(here)  # off, fall_back, wait, settle
         if decision is not None:
             return decision
-        state = self._resumed()
+        state = resumed(self.state)
         if state is State.SETTLING:
             state = self._after_settle
         current, preds, violations = self._judge_current(here)
@@ -260,10 +260,6 @@ class Governor(Selection):
         self.state = state
         return report(point, applied, reason, state.value, pred, self.streams.values(), here.windows, here.power_w,
                       state is State.FALLBACK, transition.value)
-
-    def _resumed(self) -> State:
-        """The state a step past the waits goes on from: after a wait or an advice, the point held is a stopgap."""
-        return State.MEASURING if self.state in (State.WAITING, State.ADVISING) else self.state
 
     def _stand_by(self, here: Readings) -> Decision | None:
         """off, fall_back, wait (for a model, or a stream), settle: nothing is judged, learned or moved."""
@@ -292,24 +288,27 @@ class Governor(Selection):
             return self._decide(here, Transition.WAIT, State.WAITING, self.current,
                                 "no stream is publishing inferences: holding")
         if now_s < self.move.settled_s():  # until the last move shows
-            return self._decide(here, Transition.SETTLE, self._resumed(), self.current, f"settling: the move to "
+            return self._decide(here, Transition.SETTLE, resumed(self.state), self.current, f"settling: the move to "
                                 f"{self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         return None
 
     def _follow_outside(self, now_s: float) -> None:
-        """A preset switched outside the governor (outside.py): mode advise follows it. Mode active yields rather than
-        fight a person: mode off, why on ``yielded``, and what they set becomes what a shutdown leaves (no crash
-        record: nothing the governor set is in force)."""
-        if self.mode == "off" or self._in_doubt:  # a failed apply: the fallback puts the safe point back
+        """A preset switched outside the governor (outside.py) is a person's choice, what a shutdown leaves from then
+        on. Mode advise follows it (the crash record saved again: a restart must not put the old one back); mode active
+        yields rather than fight them: mode off, why on ``yielded``, no crash record (nothing it set is in force)."""
+        # While an apply failed part-way (in doubt) the fallback puts the safe point back.
+        live = None if self.mode == "off" or self._in_doubt else switched_outside(self.platform, self.current)
+        if live is None:
             return
-        live = switched_outside(self.platform, self.current)
-        if live is not None and self.mode == "advise":
+        self.platform.refind()
+        if self.safe_point == self.found:
+            self.safe_point = live
+        if self.mode == "advise":
+            self.found = live
             self._moved_to(live, now_s)
-        elif live is not None:
+            self.record_found()
+        else:
             self.yielded = yield_reason(live, self.current)
-            self.platform.refind()
-            if self.safe_point == self.found:
-                self.safe_point = live
             self.found, self.current, self.mode = live, live, "off"
             self.store.clear()
 

@@ -3,6 +3,7 @@ files removed mid-run. The governor falls back within a second, says why (the re
 GovernorState carries), and the device ends as found; a file it cannot write is named in one
 line and its crash record kept for the next start."""
 
+import json
 import os
 import subprocess
 
@@ -222,7 +223,8 @@ def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_pe
 def test_mode_set_outside_an_advising_governor_is_followed_without_a_write(tree):  # noqa: F811
     """In mode advise the governor writes nothing: a preset switched outside it (the power monitor's
     set_mode) becomes its current point, the point its advice starts from, and it keeps advising
-    (no yield: there is no control to hand back)."""
+    (no yield: there is no control to hand back). Its shutdown, and a restart after a crash (the
+    crash record), leave the preset chosen instead of putting back the one found at start."""
     logs = []
     runtime = GovernorRuntime(runtime_params(tree, mode="advise", dwell_s=0.5), SimClock(0.0), log=logs.append)
     gov = runtime.governor
@@ -236,4 +238,6 @@ def test_mode_set_outside_an_advising_governor_is_followed_without_a_write(tree)
     assert gov.mode == "advise" and gov.yielded == "" and not any(d.applied for d in decisions)
     assert all(d.state != "disabled" for d in decisions), [d.reason for d in decisions]
     assert cap_files(tree) == chosen
-    runtime.close()
+    record = json.loads((tree / "var/lib/governor_state.json").read_text())
+    assert record["found_point"]["name"] == "MODE_50W" and record["platform"]["nvpmodel_id"] == 3, record
+    assert runtime.close() is True and cap_files(tree) == chosen, logs
