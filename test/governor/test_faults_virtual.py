@@ -12,7 +12,9 @@ import pytest
 from edge_roofline.models import zoo
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
+from edge_roofline.governor.board_lock import board_lock_path
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.outside import switch_note
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.platforms import create_platform
 from edge_roofline.platforms.base import ApplyError, OperatingPoint
@@ -196,7 +198,11 @@ def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # no
     runtime, t = moved_governor(tree, logs)
     gov = runtime.governor
     monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    before = monitor.current_operating_point()
     assert modes.set_mode(monitor, "MODE_50W")[0]
+    # What the power monitor's reply adds, read from the board's lock (this process holds it).
+    note = switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, monitor.current_operating_point())
+    assert f"a governor holds this board (pid {os.getpid()}, " in note and "in mode active it yields" in note, note
     chosen = cap_files(tree)
     decisions = drive_tree(gov, t, 1.0)
     assert gov.mode == "off" and gov.current.name == "MODE_50W", [d.reason for d in decisions]
@@ -205,6 +211,23 @@ def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # no
     assert cap_files(tree) == chosen
     assert runtime.close() is True and cap_files(tree) == chosen, logs
     assert not (tree / "var/lib/governor_state.json").exists()
+    after = monitor.current_operating_point()
+    assert switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, after) == ""  # none holds it now
+
+
+def test_the_preset_in_force_set_again_outside_is_not_yielded_to_and_the_caller_is_told(tree):  # noqa: F811
+    """set_mode of the preset the governor already runs in rewrites the preset's caps but is no preset switch:
+    mode active goes on governing, and the power monitor's reply says so rather than promise a yield."""
+    logs = []
+    runtime, t = moved_governor(tree, logs)
+    monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    before = monitor.current_operating_point()
+    assert modes.set_mode(monitor, "MAXN")[0]
+    note = switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, monitor.current_operating_point())
+    assert "the preset did not change, which it does not yield to" in note and "yields to this preset" not in note
+    drive_tree(runtime.governor, t, 1.0)
+    assert runtime.governor.mode == "active" and runtime.governor.yielded == "", logs
+    runtime.close()
 
 
 def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_person(tree):  # noqa: F811

@@ -2,12 +2,17 @@
 virtual tree). A background GPU load is switched on: published power, energy and /diagnostics
 respond, and everything says SIMULATION."""
 
+import os
+
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
+from edge_roofline.governor.board_lock import BoardLock, board_lock_path
 from edge_roofline.ros import topics
 from edge_roofline.msg import PowerTelemetry
+from edge_roofline.srv import SetPowerMode
 from edge_roofline.virtual.live import LiveVirtualJetson, set_background_load
 from test.nodes.rosutil import log_text, start_node, stop_node, watcher
+from test.nodes.test_power_monitor_node import call
 
 
 def test_power_monitor_follows_the_virtual_load(ros_env, tmp_path):
@@ -53,3 +58,31 @@ def test_power_monitor_follows_the_virtual_load(ros_env, tmp_path):
         return next(s.level for s in array.status if s.name.endswith("power"))
     assert power_level(idle_diag) == DiagnosticStatus.OK
     assert power_level(busy_diag) == DiagnosticStatus.WARN  # over power_warn_w with the GPU busy
+
+
+def test_set_mode_tells_the_caller_of_the_governor_holding_the_board(ros_env, tmp_path):
+    """power/set_mode on a board whose governor lock is held (here by this process): the reply says a governor
+    holds it and what it does with the switch; once the lock is free, it says nothing of one."""
+    board = LiveVirtualJetson(tmp_path / "orin", "agx_orin_64gb", mode_id=0).start()
+    lock = BoardLock(board_lock_path("virtual:agx_orin_64gb", str(board.root)))
+    log = tmp_path / "power_monitor.log"
+    try:
+        with watcher(ros_env) as (node, spin_until):
+            proc = start_node("power_monitor", ros_env, {"platform": "virtual:agx_orin_64gb",
+                                                         "sysfs_root": str(board.root)}, log)
+            try:
+                lock.acquire("node /governor", None)
+                held = call(node, spin_until, SetPowerMode, topics.POWER_SET_MODE,
+                            SetPowerMode.Request(mode="MODE_50W"), [proc])
+                lock.release()
+                free = call(node, spin_until, SetPowerMode, topics.POWER_SET_MODE, SetPowerMode.Request(mode="MAXN"),
+                            [proc])
+            finally:
+                assert stop_node(proc) == 0, log_text(log)
+    finally:
+        lock.release()
+        board.stop()
+    assert held.success and held.message.startswith("power mode now MODE_50W (3); "), held.message
+    assert f"a governor holds this board (pid {os.getpid()}, node /governor): in mode active it yields" \
+        in held.message, held.message
+    assert free.success and free.message == "power mode now MAXN (0)", free.message
