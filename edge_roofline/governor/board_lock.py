@@ -23,6 +23,7 @@ from .config import ConfigError
 
 LOCK_DIR = "/run/lock"
 LOCK_DIR_ENV = "EDGE_ROOFLINE_LOCK_DIR"
+KERNEL_LOCKS = "/proc/locks"  # every lock held now: "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END"
 
 
 class GovernorBusyError(ConfigError):
@@ -93,6 +94,27 @@ class BoardLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
+
+
+def holder(path: Path) -> str | None:
+    """Who holds the board's lock now: the line its holder wrote ("pid N, OWNER; crash record PATH"). Read from
+    the kernel's table of locks held, without taking the lock (holding it even for a moment could refuse a
+    governor starting then). None: no process holds it, or the table does not show this file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)  # never a link planted in the folder
+        try:
+            found, written = os.fstat(fd), os.pread(fd, 4096, 0).decode(errors="replace").strip()
+        finally:
+            os.close(fd)
+        with open(KERNEL_LOCKS) as table:
+            rows = [line.split() for line in table]
+    except OSError:
+        return None
+    file_id = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
+    # A process waiting for a lock is listed too, as "N: -> FLOCK ...": it holds nothing.
+    if not stat.S_ISREG(found.st_mode) or not any(row[1:2] == ["FLOCK"] and row[5:6] == [file_id] for row in rows):
+        return None
+    return written or "a process that just started"
 
 
 def previous_record_warning(previous: str, state_path: str | os.PathLike | None) -> str | None:

@@ -374,6 +374,15 @@ class GovernorConfig:
             raise ConfigError(f"no stream {stream!r}; streams: {', '.join(names)}")
         return stream
 
+    def analyses_by_stream(self, analyses: Any) -> Mapping[str, Any]:
+        """``analyses``: one model analysis for every stream, or one per stream name (each name checked)."""
+        names = [s.name for s in self.stream_configs]
+        by_stream = analyses if isinstance(analyses, Mapping) else dict.fromkeys(names, analyses)
+        unknown = sorted(set(by_stream) - set(names))
+        if unknown:
+            raise ConfigError(f"model analysis for unknown stream(s) {', '.join(unknown)}; streams: {', '.join(names)}")
+        return by_stream
+
     def with_target(self, latency_ms: float, percentile: float, stream: str | None = None) -> "GovernorConfig":
         name = self.stream_name(stream)
         if not self.streams:

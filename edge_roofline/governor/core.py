@@ -22,16 +22,14 @@ from .config import DEFAULT_STREAM, MODES, ConfigError, GovernorConfig
 from .decision import Decision, report
 from .joint import predict_all
 from .learned import Learned, Readings
-from .outside import moved_outside
+from .outside import switched_outside, yield_reason
 from .moves import Move, domains_changed, unpaid
 from .points import candidate_points, catalogue_device
 from .policy import JointPrediction
-from .pointwise import PointwisePredictor
-from .predictor import Predictor, RooflineWorkload
 from .prior_table import fit_prior_table
 from .rules import Dominance
 from .safety import SafetyMonitor, StateStore, plausible_latency, plausible_power, recover
-from .states import PROVISIONAL, State, Transition, unpaid_hold
+from .states import PROVISIONAL, State, Transition, resumed, unpaid_hold
 from .selection import Selection
 from .streams import PowerWindow, Stream, clear_windows, returned, silent, uncount_since, uncount_told
 from .verdicts import measured_to_meet
@@ -75,12 +73,7 @@ class Governor(Selection):
         self._seen_any = False  # some stream has published (the first one to start is no change)
         self.yielded = ""  # why mode active gave the board up to someone else ("": it did not)
         self.switches = 0
-        analyses = model_analysis if isinstance(model_analysis, Mapping) else dict.fromkeys(self.streams,
-                                                                                           model_analysis)
-        unknown = sorted(set(analyses) - set(self.streams))
-        if unknown:
-            raise ConfigError(f"model analysis for unknown stream(s) {', '.join(unknown)}; "
-                              f"streams: {', '.join(self.streams)}")
+        analyses = config.analyses_by_stream(model_analysis)
         for name, stream in self.streams.items():
             if analyses.get(name) is not None or self.device is None:
                 self.set_model(analyses.get(name), stream=name)
@@ -177,17 +170,8 @@ class Governor(Selection):
         load, ``note`` says why): each point is then learned by measuring. Frames that started
         before this call, or that report the model switched from, are not judged (ModelGate)."""
         s = self._stream(stream)
-        kept = s.switch_predictor(None if model_analysis is None else (  # a model served before: its calibration
-            model_analysis.model, model_analysis.precision, model_analysis.batch, model_analysis.total_flops))
-        if model_analysis is None or self.device is None:
-            s.predictor = PointwisePredictor()  # what each point measured was the old model's
-        elif kept is not None:
-            s.predictor = kept
-        elif isinstance(s.predictor, Predictor):
-            s.predictor.set_workload(RooflineWorkload(model_analysis, self.device))
+        if s.switch_model(model_analysis, self.device):  # its roofline predictor took the new workload in place
             self.energy.forget(0.3)  # as the predictor's own coefficients (set_workload)
-        else:
-            s.predictor = Predictor(RooflineWorkload(model_analysis, self.device))
         s.model_id = model_id or (model_analysis.model if model_analysis is not None else "")
         s.model_note = note
         if s.last_seen_s > -math.inf:  # frames of the model before may be in flight
@@ -261,7 +245,7 @@ class Governor(Selection):
         decision = self._stand_by(here)  # off, fall_back, wait, settle
         if decision is not None:
             return decision
-        state = self._resumed()
+        state = resumed(self.state)
         if state is State.SETTLING:
             state = self._after_settle
         current, preds, violations = self._judge_current(here)
@@ -277,14 +261,11 @@ class Governor(Selection):
         return report(point, applied, reason, state.value, pred, self.streams.values(), here.windows, here.power_w,
                       state is State.FALLBACK, transition.value)
 
-    def _resumed(self) -> State:
-        """The state a step past the waits goes on from: after a wait or an advice, the point held is a stopgap."""
-        return State.MEASURING if self.state in (State.WAITING, State.ADVISING) else self.state
-
     def _stand_by(self, here: Readings) -> Decision | None:
         """off, fall_back, wait (for a model, or a stream), settle: nothing is judged, learned or moved."""
         now_s = here.now_s
-        if moved_outside(self, now_s) or self.mode == "off":
+        self._follow_outside(now_s)  # mode active yields to a preset switched outside it: off
+        if self.mode == "off":
             return self._decide(here, Transition.OFF, State.DISABLED, self.current,
                                 f"mode off: {self.yielded}" if self.yielded else "mode off")
         # fall_back: the only move made before the last one settled
@@ -307,9 +288,29 @@ class Governor(Selection):
             return self._decide(here, Transition.WAIT, State.WAITING, self.current,
                                 "no stream is publishing inferences: holding")
         if now_s < self.move.settled_s():  # until the last move shows
-            return self._decide(here, Transition.SETTLE, self._resumed(), self.current, f"settling: the move to "
+            return self._decide(here, Transition.SETTLE, resumed(self.state), self.current, f"settling: the move to "
                                 f"{self.current.name} takes {self.move.settle_s * 1e3:.0f} ms to show")
         return None
+
+    def _follow_outside(self, now_s: float) -> None:
+        """A preset switched outside the governor (outside.py) is a person's choice, what a shutdown leaves from then
+        on. Mode advise follows it (the crash record saved again: a restart must not put the old one back); mode active
+        yields rather than fight them: mode off, why on ``yielded``, no crash record (nothing it set is in force)."""
+        # While an apply failed part-way (in doubt) the fallback puts the safe point back.
+        live = None if self.mode == "off" or self._in_doubt else switched_outside(self.platform, self.current)
+        if live is None:
+            return
+        self.platform.refind()
+        if self.safe_point == self.found:
+            self.safe_point = live
+        if self.mode == "advise":
+            self.found = live
+            self._moved_to(live, now_s)
+            self.record_found()
+        else:
+            self.yielded = yield_reason(live, self.current)
+            self.found, self.current, self.mode = live, live, "off"
+            self.store.clear()
 
     def _judge_current(self, here: Readings) -> tuple[JointPrediction, list[JointPrediction], dict[str, float]]:
         """Calibration at the current point and the verdicts on it: its prediction, the points a choice may take, and
@@ -327,11 +328,7 @@ class Governor(Selection):
             for name in violations:
                 self.streams[name].model_rel_error *= 0.5
             self._descending = False
-        # Measured misses win: a point ruled out, every point slower in every clock, and every one above it the model
-        # predicts no faster (rules.py), until its verdict expires.
-        missed = self.findings.missed.names()
-        missed |= self.dominance.no_gain_over(missed, by_name)
-        out = self.dominance.dominated_by(missed) - self.dominance.unbeatable
+        out = self.dominance.ruled_out(self.findings.missed.names(), by_name)  # until each miss's verdict expires
         preds = [q for q in by_name.values() if self.safety.may_apply(q.point.name) and q.point.name not in out] \
             or [current]
         return current, preds, violations

@@ -104,6 +104,11 @@ class Dominance:
                 out |= {self.points[j].name for j in self.above[i]} & no_faster_than({n}, preds)
         return out
 
+    def ruled_out(self, missed: set[str], preds: Mapping[str, Any]) -> set[str]:
+        """Measured misses win: the points of ``missed``, every point slower in every clock, and every one above them
+        ``preds`` predict no faster (no_gain_over); never an unbeatable one (nowhere faster to go)."""
+        return self.dominated_by(missed | self.no_gain_over(missed, preds)) - self.unbeatable
+
     def step_below(self, name: str) -> set[str]:
         """The candidates one step below ``name`` on a single axis (slower there, the same
         elsewhere): slower in one clock only, so they draw less power."""

@@ -80,3 +80,8 @@ def unpaid_hold(state: State) -> State:
     unless a stopgap, which stays one (the move pays as the horizon grows; hysteresis would hold
     the stopgap for good)."""
     return state if state in PROVISIONAL else State.SETTLED
+
+
+def resumed(state: State) -> State:
+    """The state a step past the waits goes on from: after a wait or an advice, the point held is a stopgap."""
+    return State.MEASURING if state in (State.WAITING, State.ADVISING) else state

@@ -18,11 +18,14 @@ from typing import Iterable
 
 import numpy as np
 
+from edge_roofline.roofline.devices import DeviceSpec
+from edge_roofline.roofline.model import RooflineAnalysis
+
 from .config import StreamConfig
 from .model_follow import ModelGate
 from .moves import Stalls
 from .pointwise import PointwisePredictor
-from .predictor import Predictor
+from .predictor import Predictor, RooflineWorkload
 from .queueing import TAIL_SHARE, BurstMeter, Measured, QueueShape, measure, rate_change_at
 from .verdicts import burst_going, cut_burst, misses_target
 
@@ -157,18 +160,30 @@ class Stream:
             self.latencies.clear()
         self.config = config
 
-    def switch_predictor(self, workload: tuple | None) -> Predictor | None:
-        """A switch to ``workload`` (a model's identity: name, precision, batch, FLOPs; None:
-        none known): the current roofline predictor is kept under the workload it describes;
-        returns the one kept for ``workload`` (served before), else None. The rate measured so
-        far was the old model's inputs (a switch may bring another rate): the new model's is
-        measured afresh, from its second inference on; until then its predictor's last one."""
+    def switch_model(self, model_analysis: RooflineAnalysis | None, device: DeviceSpec | None) -> bool:
+        """A switch to ``model_analysis`` (None: no roofline for it; ``device`` None: outside the catalogue; either
+        way each point is learned by measuring). The roofline predictor is kept under the workload it describes
+        (name, precision, batch, FLOPs) and one kept for the new one (served before) comes back calibrated. The rate
+        measured so far was the old model's inputs: the new one's is measured from its second inference on (until
+        then its predictor's last). True: the roofline predictor took the new workload in place (set_workload)."""
+        workload = None if model_analysis is None else (
+            model_analysis.model, model_analysis.precision, model_analysis.batch, model_analysis.total_flops)
         self.calibrated_rate_hz = self.ranked_rate_hz = None
         self.last_gap_s = 0.0
         if isinstance(self.predictor, Predictor) and self._workload is not None:
             self._predictors[self._workload] = copy.deepcopy(self.predictor)
         self._workload = workload
-        return self._predictors.get(workload) if workload is not None else None
+        kept = self._predictors.get(workload) if workload is not None else None
+        if model_analysis is None or device is None:
+            self.predictor = PointwisePredictor()  # what each point measured was the old model's
+        elif kept is not None:
+            self.predictor = kept
+        elif isinstance(self.predictor, Predictor):
+            self.predictor.set_workload(RooflineWorkload(model_analysis, device))
+            return True
+        else:
+            self.predictor = Predictor(RooflineWorkload(model_analysis, device))
+        return False
 
     def note_seen(self, timestamp_s: float) -> None:
         """An inference finished at ``timestamp_s`` (the gap since the last one is its period

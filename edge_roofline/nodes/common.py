@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import logging
 import math
 import re
 import sys
@@ -16,6 +17,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import (InvalidParameterTypeException, InvalidTopicNameException, NameValidationException,
                                ParameterException)
 from rclpy.executors import ExternalShutdownException
+from rclpy.logging import LoggingSeverity, get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -117,6 +119,23 @@ def _destroy_half_built(node: Node) -> None:
             pass
 
 
+class NodeLog(logging.Handler):
+    """The package's Python log records (a platform's "power rail X missing", a roofline's warning) as the node's
+    own lines: with their severity and the node's name, and on /rosout, as every line the node logs itself;
+    otherwise Python prints them bare on stderr, a warning that does not say it is one."""
+
+    def __init__(self, node: Node, executable: str) -> None:
+        super().__init__()
+        self.node, self.executable = node, executable
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            logger = self.node.get_logger()
+        except AttributeError:  # the node is not built yet: the name its start reports under
+            logger = get_logger(self.executable)
+        logger.log(self.format(record), LoggingSeverity(min(max(record.levelno // 10 * 10, 10), 50)))
+
+
 def run_node(node_class: type[Node], argv: list[str] | None) -> int:
     """Init rclpy, build the node, spin until Ctrl-C/SIGTERM, shut down. A node that cannot
     start (bad parameters, unloadable model) prints one line, ``NODE: cannot start: why``, and
@@ -171,6 +190,7 @@ def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> i
     executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
     default_fastdds_profile()
     node = node_class.__new__(node_class)
+    logging.getLogger("edge_roofline").addHandler(NodeLog(node, executable))  # one node per process: this one
     try:
         try:
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)

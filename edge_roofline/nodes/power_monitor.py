@@ -9,6 +9,8 @@ import sys
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
+from edge_roofline.governor.board_lock import board_lock_path
+from edge_roofline.governor.outside import switch_note
 from edge_roofline.ros import topics
 from edge_roofline.ros.stamps import stamp_s
 from edge_roofline.msg import PowerTelemetry
@@ -44,6 +46,7 @@ class PowerMonitor(Node):
         if problem:
             self.get_logger().error(problem)
         self.identity = self.platform.identity()
+        self.governor_lock = board_lock_path(p["platform"], p["sysfs_root"])  # where a governor of this board holds it
         self.sampler = PowerSampler(self.platform, rate_hz=p["sample_rate_hz"])
         self.thresholds = diagnostics.Thresholds(
             temperature_warn_c=p["temperature_warn_c"], temperature_error_c=p["temperature_error_c"],
@@ -103,9 +106,12 @@ class PowerMonitor(Node):
         return response
 
     def on_set_mode(self, request, response):
+        before = self._current_point()
         response.success, response.message = modes.set_mode(self.platform, request.mode)
-        (self.get_logger().info if response.success else self.get_logger().warning)(response.message)
         point = self._current_point()
+        if response.success:  # a governor on this board reacts to the switch: the caller is told how
+            response.message += switch_note(self.governor_lock, before, point)
+        (self.get_logger().info if response.success else self.get_logger().warning)(response.message)
         response.active_mode = point.name if point else ""
         return response
 

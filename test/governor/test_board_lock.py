@@ -8,7 +8,8 @@ import stat
 import pytest
 
 from edge_roofline.clock import SimClock
-from edge_roofline.governor.board_lock import BoardLock, GovernorBusyError, board_lock_path, previous_record_warning
+from edge_roofline.governor.board_lock import (BoardLock, GovernorBusyError, board_lock_path, holder,
+                                              previous_record_warning)
 from edge_roofline.governor.config import ConfigError
 from edge_roofline.governor.runtime import GovernorRuntime
 from test.governor.test_crash_record import runtime_params
@@ -24,6 +25,24 @@ def test_one_lock_per_board(tmp_path, monkeypatch):
     assert board_lock_path("nvml", "/") == board_lock_path("nvml:0", "/") != board_lock_path("nvml:1", "/")
     monkeypatch.setenv("EDGE_ROOFLINE_LOCK_DIR", str(tmp_path / "shared"))  # a container's shared folder
     assert board_lock_path("jetson", "/") == tmp_path / "shared/edge_roofline_governor.lock"
+
+
+def test_who_holds_the_lock_is_read_from_the_kernel_not_from_the_line_left_in_the_file(tmp_path):
+    """The power monitor tells a set_mode caller of a governor on the board only while one holds the lock: the
+    line a holder wrote stays in the file after it let go, so the file alone would name a governor long gone."""
+    path = tmp_path / "run/lock/edge_roofline_governor.lock"
+    assert holder(path) is None  # no governor ever ran here
+    lock = BoardLock(path)
+    lock.acquire("node /governor", tmp_path / "state.json")
+    assert holder(path) == f"pid {os.getpid()}, node /governor; crash record {tmp_path / 'state.json'}"
+    lock.release()
+    assert "node /governor" in path.read_text() and holder(path) is None
+    planted = tmp_path / "planted/edge_roofline_governor.lock"  # a link in the world-writable folder is not read
+    planted.parent.mkdir()
+    planted.symlink_to(path)
+    lock.acquire("node /governor", None)
+    assert holder(path) is not None and holder(planted) is None
+    lock.release()
 
 
 def test_the_lock_refuses_a_second_holder_and_is_free_after_release(tmp_path):

@@ -3,6 +3,7 @@ files removed mid-run. The governor falls back within a second, says why (the re
 GovernorState carries), and the device ends as found; a file it cannot write is named in one
 line and its crash record kept for the next start."""
 
+import json
 import os
 import subprocess
 
@@ -11,7 +12,9 @@ import pytest
 from edge_roofline.models import zoo
 from edge_roofline.clock import SimClock
 from edge_roofline.governor.config import GovernorConfig
+from edge_roofline.governor.board_lock import board_lock_path
 from edge_roofline.governor.core import Governor
+from edge_roofline.governor.outside import switch_note
 from edge_roofline.governor.runtime import GovernorRuntime
 from edge_roofline.platforms import create_platform
 from edge_roofline.platforms.base import ApplyError, OperatingPoint
@@ -195,7 +198,11 @@ def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # no
     runtime, t = moved_governor(tree, logs)
     gov = runtime.governor
     monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    before = monitor.current_operating_point()
     assert modes.set_mode(monitor, "MODE_50W")[0]
+    # What the power monitor's reply adds, read from the board's lock (this process holds it).
+    note = switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, monitor.current_operating_point())
+    assert f"a governor holds this board (pid {os.getpid()}, " in note and "in mode active it yields" in note, note
     chosen = cap_files(tree)
     decisions = drive_tree(gov, t, 1.0)
     assert gov.mode == "off" and gov.current.name == "MODE_50W", [d.reason for d in decisions]
@@ -204,6 +211,23 @@ def test_mode_set_outside_an_active_governor_is_yielded_to_and_left(tree):  # no
     assert cap_files(tree) == chosen
     assert runtime.close() is True and cap_files(tree) == chosen, logs
     assert not (tree / "var/lib/governor_state.json").exists()
+    after = monitor.current_operating_point()
+    assert switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, after) == ""  # none holds it now
+
+
+def test_the_preset_in_force_set_again_outside_is_not_yielded_to_and_the_caller_is_told(tree):  # noqa: F811
+    """set_mode of the preset the governor already runs in rewrites the preset's caps but is no preset switch:
+    mode active goes on governing, and the power monitor's reply says so rather than promise a yield."""
+    logs = []
+    runtime, t = moved_governor(tree, logs)
+    monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    before = monitor.current_operating_point()
+    assert modes.set_mode(monitor, "MAXN")[0]
+    note = switch_note(board_lock_path(f"virtual:{DEVICE}", str(tree)), before, monitor.current_operating_point())
+    assert "the preset did not change, which it does not yield to" in note and "yields to this preset" not in note
+    drive_tree(runtime.governor, t, 1.0)
+    assert runtime.governor.mode == "active" and runtime.governor.yielded == "", logs
+    runtime.close()
 
 
 def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_person(tree):  # noqa: F811
@@ -217,3 +241,26 @@ def test_a_cap_that_reads_back_lower_under_the_same_preset_is_not_taken_for_a_pe
     drive_tree(gov, t, 1.0)
     assert gov.mode == "active" and not getattr(gov, "yielded", ""), logs
     runtime.close()
+
+
+def test_mode_set_outside_an_advising_governor_is_followed_without_a_write(tree):  # noqa: F811
+    """In mode advise the governor writes nothing: a preset switched outside it (the power monitor's
+    set_mode) becomes its current point, the point its advice starts from, and it keeps advising
+    (no yield: there is no control to hand back). Its shutdown, and a restart after a crash (the
+    crash record), leave the preset chosen instead of putting back the one found at start."""
+    logs = []
+    runtime = GovernorRuntime(runtime_params(tree, mode="advise", dwell_s=0.5), SimClock(0.0), log=logs.append)
+    gov = runtime.governor
+    drive_tree(gov, 0.0, 2.0)
+    assert gov.current.name == "MAXN", logs
+    monitor = create_platform(f"virtual:{DEVICE}", sysfs_root=str(tree), nvpmodel_cmd="nvpmodel")
+    assert modes.set_mode(monitor, "MODE_50W")[0]
+    chosen = cap_files(tree)
+    decisions = drive_tree(gov, 2.0, 2.0)
+    assert gov.current.name == "MODE_50W" and gov.current.nvpmodel_id == 3, [d.reason for d in decisions]
+    assert gov.mode == "advise" and gov.yielded == "" and not any(d.applied for d in decisions)
+    assert all(d.state != "disabled" for d in decisions), [d.reason for d in decisions]
+    assert cap_files(tree) == chosen
+    record = json.loads((tree / "var/lib/governor_state.json").read_text())
+    assert record["found_point"]["name"] == "MODE_50W" and record["platform"]["nvpmodel_id"] == 3, record
+    assert runtime.close() is True and cap_files(tree) == chosen, logs
