@@ -123,7 +123,7 @@ class Governor(Selection):
         self.move.learn(s, start_s, latency_s, self.learned.settle)
         if not s.gate.judged(model_id, start_s, timestamp_s) or self.move.owns(s.name, start_s, timestamp_s):
             return False  # the move's, or another model's: statistics only
-        s.add_judged(timestamp_s, latency_s, self.config.late_window_s)
+        s.add_judged(timestamp_s, latency_s, self.config.late_window_s, in_grace=start_s < self._counted_from_s)
         return latency_s > s.config.target_latency_s and self.current.name not in self.findings.missed
 
     def observe_power(self, power_w: float, timestamp_s: float, temperatures_c=None, source: str = "") -> None:

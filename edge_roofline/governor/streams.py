@@ -279,9 +279,10 @@ class Stream:
         self.missed_s = now_s
         self.missed_from_s = min((t for t, v in self.latencies if v > self.config.target_latency_s), default=now_s)
 
-    def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float) -> None:
+    def add_judged(self, timestamp_s: float, latency_s: float, memory_s: float, in_grace: bool = False) -> None:
         """An inference judged at the current point (the first one since a move: a new point);
-        the bursts seen count for about ``memory_s``."""
+        the bursts seen count for about ``memory_s``; ``in_grace``: it started in a workload
+        change's grace (a backlog it begins is the change's: BurstMeter)."""
         if not self.latencies:
             self.bursts.reset()
             self.stay_samples, self.stay_late, self.stay = 0, 0, self.stay + 1
@@ -289,7 +290,7 @@ class Stream:
         # late ones in a row count once (a burst's backlog: BurstMeter's, as in queueing.tail_share_seen)
         self.stay_late += latency_s > self.config.target_latency_s >= (self.latencies[-1][1] if self.latencies else 0.0)
         self.latencies.append((timestamp_s, float(latency_s)))
-        self.bursts.add(float(latency_s), timestamp_s, memory_s)
+        self.bursts.add(float(latency_s), timestamp_s, memory_s, in_grace)
 
     def late_budget(self, now_s: float, window_s: float, stay_s: float = 0.0,
                     counted_from_s: float = -math.inf) -> float:

@@ -218,3 +218,26 @@ def test_a_backlog_near_saturation_is_a_miss_at_its_first_late_sample_and_a_burs
     assert held(10.0).violation(limit_s, 20, 0.020, late_budget=0.0) is None
     paced = held(60.0, self_paced=True)
     assert paced.violation(limit_s, 20, 0.125, late_budget=0.0) is None
+
+
+def test_a_backlog_begun_in_a_changes_grace_is_the_changes_not_a_burst(tmp_path):
+    # A start's warm-up outlier (or one in a rate change's grace), priced as a burst among the few
+    # inferences after the change, is a high rate of them: it kept every point near the 60 Hz
+    # oracle's out for a phase (nx_rate_changes@10, 1.18 x oracle). Its late ones are the change's
+    # (the late budget's rule), and so is the backlog: tracked while it drains, never priced.
+    from .test_moves import make
+    gov, _, clock = make(tmp_path, change_grace_s=2.0)
+    meter = next(iter(gov.streams.values())).bursts
+    t0_s = clock.now_s()
+
+    def frames(start_s, latencies_ms):
+        for k, ms in enumerate(latencies_ms):
+            gov.observe_inference(ms / 1e3, start_s + k * 0.02 + ms / 1e3)
+
+    frames(t0_s + 0.02, [5.0] * 10 + [30.0])  # an outlier that starts inside the grace ...
+    assert meter.run == 1 and meter.drain_s(50.0) > 0  # ... is tracked (the escape rules read it)
+    frames(t0_s + 0.24, [5.0] * 10)  # ... and drains
+    assert (meter.bursts.events, meter.bursts.excess) == (0, 0)  # the change's: not priced
+    frames(t0_s + 2.5, [5.0] * 10 + [30.0] + [5.0] * 5)  # after the grace, one is the stream's
+    assert meter.bursts.events == pytest.approx(1, rel=0.01)
+    assert meter.bursts.excess == pytest.approx(30.0 / 5.0 - 1.0, rel=0.05)
