@@ -190,7 +190,15 @@ def _run(node_class: type[Node], argv: list[str] | None, stop: StopSignals) -> i
     executable = Path(inspect.getfile(node_class)).stem  # the name to report before the node has one
     default_fastdds_profile()
     node = node_class.__new__(node_class)
-    logging.getLogger("edge_roofline").addHandler(NodeLog(node, executable))  # one node per process: this one
+    package_log, handler = logging.getLogger("edge_roofline"), NodeLog(node, executable)
+    package_log.addHandler(handler)
+    try:
+        return _start_and_spin(node, executable, argv, stop)
+    finally:  # a process that runs nodes one after another (tests) logs each record once, as its own node
+        package_log.removeHandler(handler)
+
+
+def _start_and_spin(node: Node, executable: str, argv: list[str] | None, stop: StopSignals) -> int:
     try:
         try:
             rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
