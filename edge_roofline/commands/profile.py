@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="FILE", type=chart_file, help="roofline chart (.png or .svg)")
 
 
-def _graph_and_source(args, options: dict):
+def _graph_and_source(args):
     """The ONNX graph the roofline is drawn from and what the backend loads: the model itself, or
     for a prebuilt engine the ONNX model it was built from (the engine holds TensorRT's layers)."""
     from edge_roofline.models.source import is_engine, load_model, load_model_source
@@ -47,9 +47,7 @@ def _graph_and_source(args, options: dict):
     if not args.onnx_model:
         raise ValueError(f"{args.model} is a TensorRT engine, with no ONNX graph for the cost model and the layer "
                          "mapping: give --onnx-model FILE (the ONNX model it was built from)")
-    graph = load_model(args.onnx_model)
-    options["mapping_onnx"] = graph
-    return graph, load_model_source(args.model)
+    return load_model(args.onnx_model), load_model_source(args.model)
 
 
 def _ceilings(args, precision: str):
@@ -113,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
     prebuilt = is_engine(args.model)  # built already: no calibration cache is read
     options = ({"precision": precision} if args.backend != "ort" else {}) | calibration_options(
         args.backend, precision, args.calibration_cache, built=prebuilt)
-    graph, model = _graph_and_source(args, options)
+    graph, model = _graph_and_source(args)
+    if prebuilt:  # its layers are mapped to the ONNX nodes it was built from
+        options["mapping_onnx"] = graph
     cost = analyze_model(graph, precision=precision)
     ceilings, device, point = _ceilings(args, precision)
     if args.backend == "virtual":  # the board runs at the operating point of the ceilings

@@ -23,6 +23,7 @@ from .config import ConfigError
 
 LOCK_DIR = "/run/lock"
 LOCK_DIR_ENV = "EDGE_ROOFLINE_LOCK_DIR"
+JUST_STARTED = "a process that just started"  # holds the lock, has not written its line yet
 KERNEL_LOCKS = "/proc/locks"  # every lock held now: "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END"
 
 
@@ -37,6 +38,11 @@ def board_lock_path(platform_spec: str, sysfs_root: str) -> Path:
     if sysfs_root not in ("", "/"):
         return Path(sysfs_root) / LOCK_DIR.lstrip("/") / name
     return Path(os.environ.get(LOCK_DIR_ENV) or LOCK_DIR) / name
+
+
+def _written(fd: int) -> str:
+    """The holder line the lock file's last holder wrote ("" if none)."""
+    return os.pread(fd, 4096, 0).decode(errors="replace").strip()
 
 
 class BoardLock:
@@ -74,12 +80,12 @@ class BoardLock:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise ConfigError(f"the board's governor lock {self.path} is not a regular file; remove it")
-            previous = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            previous = _written(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 raise GovernorBusyError(
-                    f"another governor already runs on this board ({previous or 'a process that just started'}; "
+                    f"another governor already runs on this board ({previous or JUST_STARTED}; "
                     f"lock {self.path}); stop it first: two governors would fight over the same caps") from None
         except BaseException:
             os.close(fd)
@@ -103,7 +109,7 @@ def holder(path: Path) -> str | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)  # never a link planted in the folder
         try:
-            found, written = os.fstat(fd), os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            found, written = os.fstat(fd), _written(fd)
         finally:
             os.close(fd)
         with open(KERNEL_LOCKS) as table:
@@ -114,7 +120,7 @@ def holder(path: Path) -> str | None:
     # A process waiting for a lock is listed too, as "N: -> FLOCK ...": it holds nothing.
     if not stat.S_ISREG(found.st_mode) or not any(row[1:2] == ["FLOCK"] and row[5:6] == [file_id] for row in rows):
         return None
-    return written or "a process that just started"
+    return written or JUST_STARTED
 
 
 def previous_record_warning(previous: str, state_path: str | os.PathLike | None) -> str | None:
