@@ -96,6 +96,11 @@ class Scenario:
     streams: tuple[StreamSpec, ...] = ()  # the several-streams form
     # The board's actuation and disturbances (virtual.actuation.Actuation; None: realistic).
     physics: Any = None
+    # Camera delivery jitter, peak to peak: each input reaches the node up to this much after
+    # its capture instant (simulate._arrivals; 0: strictly periodic). In ms, not a fraction of
+    # the period: the driver's, DDS's and the executor's delays do not scale with the frame rate,
+    # and it is the spread `ros2 topic delay` shows.
+    arrival_jitter_ms: float = 0.0
 
     def phase_model(self, phase: Phase) -> str:
         return phase.model or self.model
@@ -198,7 +203,7 @@ def _check_model(model: str, where: str, base: Path | None) -> str:
 
 
 _MULTI_KEYS = ("device", "precision", "duration_s", "streams", "seed", "physics_perturbation", "physics_scale",
-               "physics", "governor", "description")
+               "physics", "arrival_jitter_ms", "governor", "description")
 _STREAM_PHASE_KEYS = ("duration_s", "model", "input_rate_hz", "target_latency_ms", "percentile", "batch")
 _STREAM_KEYS = ("name", "start_s", "stop_s", "phases") + _STREAM_PHASE_KEYS[1:]
 
@@ -299,6 +304,7 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
     seed = _number(data, "seed", name, kind=int) if "seed" in data else 0
     perturbation = _number(data, "physics_perturbation", name, low=0, high=0.9) \
         if "physics_perturbation" in data else 0.0
+    arrival_jitter_ms = _number(data, "arrival_jitter_ms", name, low=0) if "arrival_jitter_ms" in data else 0.0
     physics_scale = data.get("physics_scale") or {}
     try:
         if not isinstance(physics_scale, Mapping):
@@ -322,7 +328,7 @@ def scenario_from_dict(data: Any, name: str = "scenario", base: Path | None = No
         raise ScenarioError(f"{name}: governor: {exc}") from None
     return Scenario(name=name, device=device, precision=data["precision"], seed=seed,
                     physics_perturbation=perturbation, physics_scale=dict(physics_scale), physics=physics,
-                    governor=dict(governor),
+                    arrival_jitter_ms=arrival_jitter_ms, governor=dict(governor),
                     description=str(data.get("description", "")), **form)
 
 

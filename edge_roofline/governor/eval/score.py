@@ -175,7 +175,7 @@ class Evaluation:
             "label": SIMULATION, "scenario": s.name, "device": s.device, "model": s.model,
             "precision": s.precision, "streams": [st.name for st in s.stream_specs], "seed": s.seed,
             "physics_perturbation": s.physics_perturbation,
-            "physics_scale": dict(s.physics_scale),
+            "physics_scale": dict(s.physics_scale), "arrival_jitter_ms": s.arrival_jitter_ms,
             "duration_s": s.duration_s, "oracle_points": list(self.oracle_points),
             "best_static_point": self.best_static_point, "maxn_percentile_over_target": list(self.maxn_slack),
             "policies": {name: sc.to_dict() for name, sc in self.scores.items()},

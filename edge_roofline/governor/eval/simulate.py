@@ -93,14 +93,22 @@ def model_id(phase: Phase) -> str:
     return phase.model if phase.batch == 1 else f"{phase.model}@batch{phase.batch}"
 
 
-def _arrivals(stream: StreamSpec, seg_starts: list[float]) -> deque[tuple[float, int]]:
-    """(arrival, segment) of every input of ``stream``: periodic from each of its phases' start."""
+def _arrivals(stream: StreamSpec, seg_starts: list[float], scenario: Scenario) -> deque[tuple[float, int]]:
+    """(arrival, segment) of every input of ``stream``: captured periodically from each of its
+    phases' start, each delivered a uniform ``[0, arrival_jitter_ms]`` after its capture (the
+    driver, DDS and the executor), never before the previous one (one topic delivers in order).
+    Bounded delays keep the stream's rate; a late frame and an early next one arrive bunched."""
     out: deque[tuple[float, int]] = deque()
     starts = stream.phase_starts_s
+    jitter_s = scenario.arrival_jitter_ms / 1e3
+    # Its own draws per stream: the board's and the sampler's (seed, seed + 1) do not shift.
+    rng = random.Random(f"arrivals {scenario.seed} {stream.name}")
     for i, p in enumerate(stream.phases):
         first, last = bisect.bisect_left(seg_starts, starts[i]), bisect.bisect_left(seg_starts, starts[i + 1]) - 1
         for k in range(int(math.ceil(p.duration_s * p.input_rate_hz - 1e-9))):
             t = starts[i] + k / p.input_rate_hz
+            if jitter_s:
+                t = max(t + jitter_s * rng.random(), out[-1][0] if out else t)
             out.append((t, min(max(bisect.bisect_right(seg_starts, t) - 1, first), last)))
     return out
 
@@ -120,7 +128,7 @@ def simulate(scenario: Scenario, mode_id: int, controller: Controller, *, sample
     works = [{name: workload(scenario, p) for name, p in seg.active} for seg in segments]
     starts = [seg.start_s for seg in segments] + [segments[-1].end_s]
     end_s = starts[-1]
-    queues = {s.name: _arrivals(s, starts[:-1]) for s in streams}
+    queues = {s.name: _arrivals(s, starts[:-1], scenario) for s in streams}
     running: dict[str, tuple[float, int]] = {}  # stream -> (arrival, segment) of its inference in flight
     shared = Contention(board)
     trace = Trace(phase_start_s=starts[:-1])

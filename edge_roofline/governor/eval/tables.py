@@ -15,7 +15,8 @@ def format_evaluation(ev: Evaluation) -> str:
     several streams also each policy's total energy and each stream's p95 and violations)."""
     s = ev.scenario
     lines = [f"governor evaluation -- SIMULATION on a virtual {s.device} "
-             f"(physics perturbation {s.physics_perturbation:.0%}, seed {s.seed}): {s.name}",
+             f"(physics perturbation {s.physics_perturbation:.0%}, seed {s.seed}"
+             f"{f', arrival jitter {s.arrival_jitter_ms:g} ms' if s.arrival_jitter_ms else ''}): {s.name}",
              f"{'policy':<12} {'mJ/inference':>12} {'vs oracle':>9} {'vs MAXN':>8} {'violations':>10} "
              f"{'p95 ms':>8} {'switches':>8}  point(s)"]
     for name, sc in ev.scores.items():
