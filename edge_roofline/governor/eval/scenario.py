@@ -99,7 +99,7 @@ class Scenario:
     # Camera delivery jitter, peak to peak: each input reaches the node up to this much after
     # its capture instant (simulate._arrivals; 0: strictly periodic). In ms, not a fraction of
     # the period: the driver's, DDS's and the executor's delays do not scale with the frame rate,
-    # and it is the spread `ros2 topic delay` shows.
+    # and peak to peak is the spread between the min and max `ros2 topic delay` shows.
     arrival_jitter_ms: float = 0.0
 
     def phase_model(self, phase: Phase) -> str:
