@@ -62,3 +62,12 @@ def test_arrival_jitter_makes_a_busy_point_queue():
     assert len(plain) == len(jittered)
     assert np.mean(jittered) > 1.1 * np.mean(plain)
     assert np.percentile(jittered, 99) > 1.5 * np.percentile(plain, 99)
+
+
+def test_shipped_camera_jitter_scenarios_deliver_with_jitter():
+    from edge_roofline.governor.eval.scenario import load_scenario, shipped_scenarios
+
+    names = shipped_scenarios()
+    for name in ("agx_camera_jitter", "agx_camera_jitter_p30"):
+        assert name in names and load_scenario(name).arrival_jitter_ms > 0
+    assert load_scenario("agx_camera_jitter_p30").physics_perturbation == 0.3
