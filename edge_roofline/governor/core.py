@@ -364,7 +364,7 @@ class Governor(Selection):
         if target == self.current:
             return self._decide(here, Transition.HOLD, State.SETTLED, target, choice.reason, choice.prediction)
         transition = Transition.ESCAPE if violations else Transition.EXPLORE if choice.exploring else Transition.IMPROVE
-        if transition is not Transition.ESCAPE and (current.meets() or self.current.name in met):
+        if transition is not Transition.ESCAPE and not choice.insured and (current.meets() or self.current.name in met):
             if why := unpaid(current, choice.prediction, choice.exploring, horizon_s, settle_s):
                 return self._decide(here, Transition.HOLD, unpaid_hold(state), self.current, why, current)
         if self.mode == "advise":

@@ -11,7 +11,7 @@ from typing import Callable
 
 from edge_roofline.platforms.base import OperatingPoint
 
-from .queueing import TAIL_SHARE, Bursts, QueueShape, percentile_latency_s
+from .queueing import ONE_OUTLIER, TAIL_SHARE, Bursts, QueueShape, percentile_latency_s
 
 # Several streams share the GPU: their GPU time per second together above this leaves one
 # stream starved (joint.py stretches each stream's GPU part by the others' share). One stream's
@@ -87,6 +87,12 @@ class StreamPrediction:
         percentile before a burst was seen is no longer taken to meet it otherwise)."""
         return self.burst_late_share(self.latency_s) < TAIL_SHARE and self.bursts_fit_budget(self.latency_s)
 
+    def outlier_exposed(self) -> bool:
+        """One outlier not seen yet (OUTLIER_RATIO x the mean service time) leaves a backlog that makes at least one
+        input late here: near saturation it drains at ``1 - rho`` of the rate, each input behind it late."""
+        return ONE_OUTLIER.late_per_burst(self.latency_s, self.input_rate_hz, self.target_s,
+                                          self.queue.self_paced) >= 1.0
+
     def within_model_error(self) -> bool:
         """The point may meet the target if the model is as wrong here as it has been, and at the
         predicted latency the input queue stays bounded (as ``may_meet``): the model's error is
@@ -147,6 +153,9 @@ class JointPrediction:
     def bursts_fit(self) -> bool:
         return all(s.bursts_fit() for s in self.streams)
 
+    def outlier_exposed(self) -> bool:
+        return any(s.outlier_exposed() for s in self.streams)
+
     def stream(self, name: str) -> StreamPrediction | None:
         return next((s for s in self.streams if s.name == name), None)
 
@@ -163,6 +172,7 @@ class Choice:
     reason: str
     exploring: bool = False
     descent: bool = False  # an exploration one step down (see choose)
+    insured: bool = False  # away from a point one outlier makes late, at no cost the model can tell (insured)
 
 
 def no_nearer_above(predictions: list[JointPrediction], near: frozenset[str],
@@ -250,14 +260,34 @@ def choose(predictions: list[JointPrediction], current: JointPrediction, *, viol
     if settings.explore and (tried := _exploration(pool, feasible, best, current, bool(violations), settings,
                                                    evidence, steps)) is not None:
         return tried
+    cheapest, best = best, insured(best, feasible) or best
     if violations:
         worst = max(violations, key=violations.get)
         where = f" ({worst})" if len(current.streams) > 1 else ""
         return Choice(best, f"measured percentile {violations[worst]:.2f} x target{where}: faster point")
     current_meets = current.meets() or current.point.name in evidence.met
     if current_meets and not provisional and best.power_w > current.power_w * (1.0 - settings.hysteresis):
+        if (cover := insured(current, feasible)) is not None:
+            return Choice(cover, INSURED, insured=True)
         return Choice(current, "holding: no point saves enough energy")
+    if best is not cheapest:
+        return Choice(best, INSURED, insured=True)
     return Choice(best, "lowest predicted energy meeting the target")
+
+
+INSURED = "insured: one outlier would make inputs late at the cheapest point; as cheap within the power model's error"
+
+
+def insured(held: JointPrediction, feasible: list[JointPrediction]) -> JointPrediction | None:
+    """Where one outlier not seen yet would make an input late at ``held`` (``outlier_exposed``), the cheapest point
+    of ``feasible`` where it would not and whose predicted power is within ``held``'s uncertainty of it; None where
+    ``held`` is not exposed or no such point is. The cheapest point meeting a percentile may be busy nearly all of each
+    period: a burst there makes every input late until its backlog drains, a lump over the 1 % a stream may have
+    late, which no window showed before it came; a point the model cannot tell dearer does not pay that risk."""
+    if not held.outlier_exposed():
+        return None
+    covers = [p for p in feasible if not p.outlier_exposed() and p.power_w <= held.power_w + held.power_std_w]
+    return min(covers, key=lambda p: (p.power_w, caps_order(p.point)), default=None)
 
 
 def _exploration(pool: list[JointPrediction], feasible: list[JointPrediction], best: JointPrediction,

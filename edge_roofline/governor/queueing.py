@@ -157,6 +157,10 @@ class Bursts:
         return (expected + min(self.events, 1.0)) * self.late_per_burst(service_s, rate_hz, target_s, self_paced)
 
 
+# One outlier not seen yet: an inference OUTLIER_RATIO x the typical one, its backlog one service time.
+ONE_OUTLIER = Bursts(events=1.0, excess=OUTLIER_RATIO - 1.0)
+
+
 class BurstMeter:
     """Finds bursts in one stream's judged latencies as they come: a latency at least
     OUTLIER_RATIO x the typical one at the current point is in a backlog; the backlog is a
