@@ -98,8 +98,13 @@ class StreamPrediction:
         predicted latency the input queue stays bounded (as ``may_meet``): the model's error is
         no reason to try a point whose queue would grow until the escape (a step down to 1.07 x
         the input period: 31 late at 60 Hz, nx_rate_changes@8)."""
-        return (self.queue.self_paced or self.latency_s * self.input_rate_hz <= MAX_UTILISATION) \
-            and self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
+        return self.sustainable() and self._fits(self.latency_s, 1.0 + DESCENT_ERRORS * self.model_rel_error)
+
+    def sustainable(self) -> bool:
+        """At the predicted mean service time the input queue is busy at most MAX_UTILISATION of the
+        time (a self-paced loop has no queue): nearer saturation one outlier's backlog drains at what
+        is left of the rate, each input behind it late."""
+        return self.queue.self_paced or self.latency_s * self.input_rate_hz <= MAX_UTILISATION
 
     def may_meet(self) -> bool:
         """The point meets the target if its latency is PROBE_SIGMAS model uncertainties under
@@ -144,6 +149,9 @@ class JointPrediction:
 
     def may_meet(self) -> bool:
         return self.gpu_utilisation <= MAX_UTILISATION and all(s.may_meet() for s in self.streams)
+
+    def sustainable(self) -> bool:
+        return self.gpu_utilisation <= MAX_UTILISATION and all(s.sustainable() for s in self.streams)
 
     @property
     def closeness(self) -> float:

@@ -280,14 +280,16 @@ def held_power_w(preds, current, met: frozenset[str]) -> float | None:
 
 def measured_to_meet(preds, current, findings) -> frozenset[str]:
     """The points of ``preds`` and ``current`` (policy.JointPrediction) held as meeting every target
-    whose bursts fit: those measured to (``findings.met``), and those inside the margin (near) held
+    whose bursts fit and whose queue is sustainable at the rate now (``sustainable``: measured to meet
+    at a lower rate or over a short window, a point 98 % busy is not held: nx_rate_changes_p30@20, 17
+    late in one burst): those measured to (``findings.met``), and those inside the margin (near) held
     a dwell (``findings.dwelt_near``, recorded by Findings.record_dwell): the dwell's samples are its
     verdict, its late count keeps the promise, and a move away is a transient for nothing
     (ms_agx_slow_actuation@27: a point ruled near over 90 samples left at once, one late in the
     move, 1.11 %). It stays held after a move away while near (its late count over its stays keeps
     the promise, it missed nothing since): a step down from it that misses escapes back to it, not to
     a dearer point met (agx_host_bound_p30@35: 1 late in 175 there, 1.094 x oracle at the dearer point)."""
-    return frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and (
+    return frozenset(q.point.name for q in (*preds, current) if q.bursts_fit() and q.sustainable() and (
         q.point.name in findings.met or q.point.name in findings.dwelt_near))
 
 

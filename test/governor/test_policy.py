@@ -4,6 +4,7 @@ utilisation rule and exploration."""
 from dataclasses import replace
 
 from edge_roofline.governor.policy import ChoiceSettings, Evidence, JointPrediction, StreamPrediction, choose
+from edge_roofline.governor.queueing import QueueShape
 from edge_roofline.platforms.base import OperatingPoint
 
 LIMIT_S, JITTER = 0.019, 1.03
@@ -52,6 +53,16 @@ def test_points_too_slow_for_the_input_period_are_not_feasible():
     current = pred("here", 12, 120, rate_hz=60)
     queueing = pred("queueing", 18, 90, rate_hz=60)
     assert choose([current, queueing], current, **CHOICE).prediction is current
+
+
+def test_a_point_is_sustainable_only_under_max_utilisation_of_the_input_period():
+    """16.3 ms at 60 Hz is 98 % busy: a queue that one outlier backs up for seconds. A self-paced
+    loop (a decode) has no queue. Fails when ``sustainable`` ignores the rate or the queue's shape."""
+    assert pred("idle", 12.0, 90, rate_hz=60).sustainable()
+    saturated = pred("saturated", 16.3, 90, rate_hz=60)
+    assert not saturated.sustainable()
+    loop = replace(saturated.streams[0], queue=QueueShape(self_paced=True))
+    assert replace(saturated, streams=(loop,)).sustainable()
 
 
 def test_exploration_picks_the_cheapest_uncertain_unmeasured_point():
