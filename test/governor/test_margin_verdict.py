@@ -193,8 +193,8 @@ def test_the_current_point_inside_the_margin_is_held_once_it_has_dwelt_there():
 def test_a_point_measured_to_meet_is_not_held_where_it_would_run_near_saturation():
     """nx_rate_changes_p30@20: a point measured to meet at 15 Hz, and for 0.3 s at 60 Hz, was held
     there at a predicted 98 % of the input period busy; the first burst (two 4x outliers) made 17
-    inferences late in 0.27 s. Nearer saturation than MAX_UTILISATION (the most the hindsight oracle
-    holds) one outlier's backlog drains at what is left of the rate: measured evidence no longer
+    inferences late in 0.27 s. Nearer saturation than MAX_UTILISATION (the most a probe may run, and
+    oracle_margin holds) one outlier's backlog drains at what is left of the rate: measured evidence no longer
     holds it. Fails without ``sustainable`` in measured_to_meet."""
     findings = Findings(10.0, met={"met", "saturated"})
     preds = [_pred("met", 10.0), _pred("saturated", 8.0, sustainable=False)]
