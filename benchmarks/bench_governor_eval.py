@@ -6,11 +6,15 @@ table (with several streams: each policy's total energy and each stream's p95 an
 ``--write-results`` also writes them to docs/governor_eval_results.md, the one file the results
 live in (the README and the docs link it), with the command, the commit and the date.
 
-    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [--write-results] [SCENARIO ...]
+    python benchmarks/bench_governor_eval.py [--jobs 2] [--details] [--seeds N] [--physics PRESET]
+                                             [--write-results] [SCENARIO ...]
 
 ``--seeds N`` runs each scenario with N seeds (its own and the next N-1): a different jitter
 draw and, with physics_perturbation, a differently perturbed device, so the verdict is not
-the luck of one shipped seed.
+the luck of one shipped seed. ``--physics PRESET`` runs every scenario on that actuation preset
+(virtual/actuation.py: ``slow`` is issue 28's outside AGX Orin, settles of 15-80 ms) in place of
+its own: the governor on a board its rules were not written against. The results file holds the
+scenarios' own physics only, so it is not written then.
 """
 
 from __future__ import annotations
@@ -30,16 +34,26 @@ from edge_roofline.governor.eval import (evaluate, format_evaluation, format_sum
                                          load_scenario, shipped_scenarios)
 from edge_roofline.governor.eval.tables import (RESULTS_FILE, format_results_file, llm_section,  # noqa: E402
                                                generated_stamp, with_llm_section)
+from edge_roofline.virtual.actuation import PRESETS  # noqa: E402
 
 
-def _evaluate(job: tuple[str, int]):
-    name, seed_offset = job
-    start = time.perf_counter()
+def scenario_run(name: str, seed_offset: int = 0, physics: str = ""):
+    """Scenario ``name`` at its own seed + ``seed_offset``, on actuation preset ``physics`` ("": its own);
+    the name says both (``agx_steady@seed2+slow``)."""
     scenario = load_scenario(name)
+    label = Path(scenario.name).stem
     if seed_offset:
-        seed = scenario.seed + seed_offset
-        scenario = replace(scenario, seed=seed, name=f"{Path(scenario.name).stem}@seed{seed}")
-    evaluation = evaluate(scenario)
+        scenario = replace(scenario, seed=scenario.seed + seed_offset)
+        label += f"@seed{scenario.seed}"
+    if physics:
+        scenario = replace(scenario, physics=PRESETS[physics])
+        label += f"+{physics}"
+    return replace(scenario, name=label) if label != Path(scenario.name).stem else scenario
+
+
+def _evaluate(job: tuple[str, int, str]):
+    start = time.perf_counter()
+    evaluation = evaluate(scenario_run(*job))
     return evaluation, time.perf_counter() - start
 
 
@@ -49,11 +63,15 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="scenarios evaluated in parallel")
     parser.add_argument("--details", action="store_true", help="also print each scenario's table")
     parser.add_argument("--seeds", type=int, default=1, help="seeds per scenario (its own and the next ones)")
+    parser.add_argument("--physics", choices=sorted(PRESETS), default="",
+                        help="run every scenario on this actuation preset instead of its own")
     parser.add_argument("--write-results", action="store_true",
                         help=f"also write the tables (each run's too) to {RESULTS_FILE}")
     args = parser.parse_args()
+    if args.physics and args.write_results:
+        parser.error(f"--physics and --write-results: {RESULTS_FILE} holds the scenarios' own physics; drop one")
     names = args.scenarios or shipped_scenarios()
-    jobs = [(name, k) for name in names for k in range(max(args.seeds, 1))]
+    jobs = [(name, k, args.physics) for name in names for k in range(max(args.seeds, 1))]
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         results = list(pool.map(_evaluate, jobs))
