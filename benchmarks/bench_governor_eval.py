@@ -41,14 +41,11 @@ def scenario_run(name: str, seed_offset: int = 0, physics: str = ""):
     """Scenario ``name`` at its own seed + ``seed_offset``, on actuation preset ``physics`` ("": its own);
     the name says both (``agx_steady@seed2+slow``)."""
     scenario = load_scenario(name)
-    label = Path(scenario.name).stem
-    if seed_offset:
-        scenario = replace(scenario, seed=scenario.seed + seed_offset)
-        label += f"@seed{scenario.seed}"
-    if physics:
-        scenario = replace(scenario, physics=PRESETS[physics])
-        label += f"+{physics}"
-    return replace(scenario, name=label) if label != Path(scenario.name).stem else scenario
+    if not seed_offset and not physics:
+        return scenario
+    seed = scenario.seed + seed_offset
+    label = Path(scenario.name).stem + (f"@seed{seed}" if seed_offset else "") + (f"+{physics}" if physics else "")
+    return replace(scenario, seed=seed, name=label, physics=PRESETS[physics] if physics else scenario.physics)
 
 
 def _evaluate(job: tuple[str, int, str]):
